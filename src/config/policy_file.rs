@@ -1,0 +1,392 @@
+//! The policy file format (`policies/*.yaml`), as serde structs.
+//!
+//! These types say what a file may contain; what it *means* is decided by
+//! [`crate::policy::compile`]. Every struct rejects unknown fields, because a
+//! misspelt `comands:` that is silently ignored is a policy that does not mean
+//! what its author thinks.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The three decisions a before-rule can make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// The call runs.
+    Allow,
+    /// The call needs a person's approval.
+    Ask,
+    /// The call does not run.
+    Deny,
+}
+
+impl Decision {
+    /// The lowercase name used in files and JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// What a call to a tool that no manifest describes gets (hook mode: the
+/// agent CLI's own tools, such as `TodoWrite`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UnknownToolDecision {
+    /// Say nothing and let the agent CLI decide.
+    Defer,
+    /// Allow the call.
+    Allow,
+    /// Ask a person.
+    Ask,
+    /// Deny the call.
+    Deny,
+}
+
+/// One policy file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    /// Format version; must be 1.
+    pub version: u32,
+    /// Other policy files this one builds on, relative to this file. Layers
+    /// combine deny-overrides: a stricter decision in any layer wins.
+    #[serde(default)]
+    pub extends: Vec<String>,
+    /// Which tools exist for the model.
+    #[serde(default)]
+    pub tools: Option<ToolsSection>,
+    /// Path confinement for every argument a manifest declares as a path.
+    #[serde(default)]
+    pub paths: Option<PathsSection>,
+    /// Shell command rules for every argument a manifest declares as a command.
+    #[serde(default)]
+    pub commands: Option<CommandsSection>,
+    /// Conditions on any tool's arguments.
+    #[serde(default)]
+    pub rules: Vec<RuleSpec>,
+    /// Secret redaction applied to tool output.
+    #[serde(default)]
+    pub redact: Option<RedactSection>,
+    /// Tools whose successful call ends the batch.
+    #[serde(default)]
+    pub terminate: Option<TerminateSection>,
+    /// Output and time limits.
+    #[serde(default)]
+    pub limits: Option<LimitsSection>,
+}
+
+/// The top-level keys of a policy file, for "did you mean" hints.
+pub const POLICY_FIELDS: &[&str] = &[
+    "version", "extends", "tools", "paths", "commands", "rules", "redact", "terminate", "limits",
+];
+
+/// `tools:` — the active-tool set and named profiles.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsSection {
+    /// Tools the model sees. A tool not listed does not exist for it.
+    #[serde(default)]
+    pub active: Option<Vec<String>>,
+    /// Named alternative active sets, chosen with `--profile`.
+    #[serde(default)]
+    pub profiles: BTreeMap<String, Vec<String>>,
+    /// Decision for a tool no manifest describes.
+    #[serde(default)]
+    pub unknown: Option<UnknownToolDecision>,
+}
+
+/// `paths:` — confinement of path arguments and of file words in commands.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathsSection {
+    /// Directories, relative to the workspace, that paths must stay inside.
+    #[serde(default)]
+    pub roots: Option<Vec<String>>,
+    /// Globs (workspace-relative, `*` does not cross `/`) that are never touched.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Globs that may be read but not written.
+    #[serde(default)]
+    pub read_only: Vec<String>,
+}
+
+/// `commands:` — shell command lists.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommandsSection {
+    /// Commands that are allowed (matched as a prefix of the command's words).
+    #[serde(default)]
+    pub allow: Vec<CommandEntry>,
+    /// Commands that need approval (matched anywhere in the command's words).
+    #[serde(default)]
+    pub ask: Vec<CommandEntry>,
+    /// Commands that are denied (matched anywhere in the command's words).
+    #[serde(default)]
+    pub deny: Vec<CommandEntry>,
+    /// Decision for a script the parser cannot fully account for.
+    #[serde(default)]
+    pub unparsed: Option<Decision>,
+    /// Decision for a simple command that matches no list.
+    #[serde(default)]
+    pub default: Option<Decision>,
+}
+
+/// One command pattern: a string such as `"rm -rf"`, or an object that also
+/// names the rule and says why.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CommandEntry {
+    /// Just the pattern.
+    Pattern(String),
+    /// A pattern with its own id and reason.
+    Detailed(DetailedCommand),
+}
+
+/// The object form of a command pattern.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DetailedCommand {
+    /// The command words, e.g. `git push --force`.
+    pub pattern: String,
+    /// Rule id reported with decisions (default: `commands.LIST[PATTERN]`).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Reason given to the model.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl CommandEntry {
+    /// The pattern text.
+    pub fn pattern(&self) -> &str {
+        match self {
+            CommandEntry::Pattern(p) => p,
+            CommandEntry::Detailed(d) => &d.pattern,
+        }
+    }
+}
+
+/// One argument rule.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    /// Unique id, reported with every decision this rule makes.
+    pub id: String,
+    /// Tools the rule applies to; all tools that have the rule's arguments when omitted.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// The condition on the call's arguments.
+    pub when: Condition,
+    /// What a matching call gets.
+    pub decision: Decision,
+    /// Reason given to the model.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// A matching call also ends the agent's batch.
+    #[serde(default)]
+    pub terminate: bool,
+    /// Argument objects that must (`match`) and must not (`not_match`)
+    /// satisfy `when`; checked at load, a failing example fails the file.
+    #[serde(default)]
+    pub examples: Option<Examples>,
+}
+
+/// A rule's examples.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Examples {
+    /// Arguments the rule must match. A string `"<2 MB>"` stands for a string of that size.
+    #[serde(default, rename = "match")]
+    pub matching: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// Arguments the rule must not match.
+    #[serde(default)]
+    pub not_match: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A condition on arguments: either one argument with one test, or a
+/// combination (`all`, `any`, `not`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    /// The argument tested.
+    #[serde(default)]
+    pub arg: Option<String>,
+    /// The argument equals this value.
+    #[serde(default)]
+    pub equals: Option<serde_json::Value>,
+    /// The argument equals one of these values.
+    #[serde(default)]
+    pub one_of: Option<Vec<serde_json::Value>>,
+    /// The (string) argument contains a match of this regex.
+    #[serde(default)]
+    pub matches: Option<String>,
+    /// The (string) argument matches this glob (`*` does not cross `/`).
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// The argument's size is over this many bytes (`1MB`, `512KB`, `100`).
+    #[serde(default)]
+    pub larger_than: Option<ByteSize>,
+    /// The argument is given (true) or not (false).
+    #[serde(default)]
+    pub present: Option<bool>,
+    /// The argument is not given (true) or is (false).
+    #[serde(default)]
+    pub missing: Option<bool>,
+    /// Every condition holds.
+    #[serde(default)]
+    pub all: Option<Vec<Condition>>,
+    /// At least one condition holds.
+    #[serde(default)]
+    pub any: Option<Vec<Condition>>,
+    /// The condition does not hold.
+    #[serde(default)]
+    pub not: Option<Box<Condition>>,
+}
+
+/// A size such as `1MB`, `512KB`, `2.5 MB` or a plain number of bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ByteSize {
+    /// Bytes.
+    Bytes(u64),
+    /// A number with a unit: B, KB, MB, GB (powers of 1024).
+    Text(String),
+}
+
+/// `redact:` — secret redaction of tool output.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedactSection {
+    /// Turn on the built-in secret rules.
+    #[serde(default)]
+    pub defaults: Option<bool>,
+    /// Policy-specific rules.
+    #[serde(default)]
+    pub rules: Vec<RedactRuleConfig>,
+    /// Paths to gitleaks-format TOML configs to import.
+    #[serde(default)]
+    pub gitleaks: Vec<String>,
+}
+
+/// One redaction rule.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedactRuleConfig {
+    /// Id used in the replacement `[REDACTED:id]`.
+    pub id: String,
+    /// The secret's regex (Rust `regex` syntax).
+    pub regex: String,
+    /// Literal strings one of which occurs in every match (prefilter).
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// Capture group holding the secret (0 = whole match).
+    #[serde(default)]
+    pub secret_group: usize,
+}
+
+/// `terminate:` — tools whose successful call ends the batch.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TerminateSection {
+    /// Tool names.
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+/// `limits:` — time and output limits.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    /// A tool call's time limit, e.g. `120s`, `2m`, `500ms`.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Output kept per call, in bytes.
+    #[serde(default)]
+    pub max_output_bytes: Option<ByteSize>,
+    /// Output kept per call, in lines.
+    #[serde(default)]
+    pub max_output_lines: Option<u64>,
+}
+
+impl ByteSize {
+    /// The size in bytes, or what is wrong with the text.
+    pub fn bytes(&self) -> Result<u64, String> {
+        match self {
+            ByteSize::Bytes(n) => Ok(*n),
+            ByteSize::Text(t) => parse_byte_size(t),
+        }
+    }
+}
+
+/// Parses `1MB`, `512 KB`, `2.5MB`, `100B`, `100` (powers of 1024).
+pub fn parse_byte_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size; write a number with an optional unit, like `1MB` or `512KB`"))?;
+    let factor: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` in `{text}`; use B, KB, MB or GB"
+            ))
+        }
+    };
+    Ok((value * factor as f64) as u64)
+}
+
+/// Parses `120s`, `2m`, `500ms`, `1h`, or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; write e.g. `120s`, `2m` or `500ms`"))?;
+    let secs = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(format!(
+                "unknown duration unit `{other}` in `{text}`; use ms, s, m or h"
+            ))
+        }
+    };
+    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 {
+        return Err(format!("duration `{text}` must be more than 0 and at most 24h"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_byte_size("1MB"), Ok(1 << 20));
+        assert_eq!(parse_byte_size("2.5 KB"), Ok(2560));
+        assert_eq!(parse_byte_size("100"), Ok(100));
+        assert!(parse_byte_size("10 parsecs").unwrap_err().contains("unit"));
+        assert_eq!(parse_duration("2m").unwrap().as_secs(), 120);
+        assert_eq!(parse_duration("500ms").unwrap().as_millis(), 500);
+        assert!(parse_duration("0s").is_err());
+    }
+}

@@ -1,0 +1,28 @@
+//! toolgate: a declarative policy-and-tool gateway for AI agents.
+//!
+//! Tool manifests (TOML) and policies (YAML) are loaded by [`config`] and
+//! compiled by [`policy::compile`] into one immutable [`CompiledPolicy`]. Its
+//! before-hook judges each [`ToolCall`] — allow, ask or deny, with the rule
+//! that decided and a reason — and its after-hook redacts secrets from output.
+//!
+//! ```no_run
+//! use toolgate::{load_policy, ConfigPaths, CompileOptions, ToolCall, Workspace};
+//! let policy = load_policy(&ConfigPaths::default(), &CompileOptions::default()).unwrap();
+//! let ws = Workspace::new(".").unwrap();
+//! let call = ToolCall { id: "1".into(), name: "bash".into(), arguments: serde_json::json!({"command": "rm -fr /"}) };
+//! assert_eq!(policy.evaluate(&ws, &call).decision, toolgate::Decision::Deny);
+//! ```
+
+pub mod config;
+pub mod policy;
+pub mod testing;
+
+pub use config::{ConfigPaths, Diagnostic, Diagnostics};
+pub use policy::{compile, CompileOptions, CompiledPolicy, Decision, ToolCall, Verdict, Workspace};
+
+/// Loads and compiles in one step: what every front-end does at start-up and
+/// on reload.
+pub fn load_policy(paths: &ConfigPaths, options: &CompileOptions) -> Result<CompiledPolicy, Diagnostics> {
+    let loaded = config::load(paths)?;
+    compile(&loaded, options)
+}

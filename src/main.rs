@@ -1,0 +1,318 @@
+//! The `toolgate` command line: check, test, eval, redact, schema.
+//!
+//! Exit codes are a contract for CI: 0 success, 1 when `check` finds errors or
+//! `test` has failures, 2 for usage and configuration errors. Only requested
+//! output goes to stdout; errors go to stderr.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::Value;
+use toolgate::config::{self, ConfigPaths};
+use toolgate::{compile, CompileOptions, CompiledPolicy, ToolCall, Workspace};
+
+#[derive(Parser)]
+#[command(name = "toolgate", version, about = "A declarative policy-and-tool gateway for AI agents")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load and compile the policy and manifests; report every problem.
+    Check {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
+    },
+    /// Run policy test files (default: every *.yaml in POLICIES/tests/).
+    Test {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Workspace for test files that do not create their own.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Test files.
+        tests: Vec<PathBuf>,
+    },
+    /// Decide calls without running them; prints one JSON verdict per call.
+    Eval {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The workspace paths are resolved against.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Use this profile's active tools.
+        #[arg(long)]
+        profile: Option<String>,
+        /// The tool called (with --args).
+        #[arg(long, requires = "args", conflicts_with_all = ["call", "calls"])]
+        tool: Option<String>,
+        /// The arguments, a JSON object (with --tool).
+        #[arg(long, requires = "tool")]
+        args: Option<String>,
+        /// A file (or - for stdin) holding one call: {"name": …, "arguments": {…}}.
+        #[arg(long, conflicts_with = "calls")]
+        call: Option<PathBuf>,
+        /// A JSONL file (or - for stdin) with one call per line.
+        #[arg(long)]
+        calls: Option<PathBuf>,
+    },
+    /// Redact secrets: stdin to stdout, with the policy's redaction rules.
+    Redact {
+        /// Policy folder or file.
+        #[arg(long)]
+        policies: Option<PathBuf>,
+    },
+    /// Print the JSON Schema of a file format, for editors.
+    Schema {
+        /// Which format.
+        #[arg(value_enum)]
+        kind: SchemaKind,
+    },
+}
+
+#[derive(Args)]
+struct ConfigArgs {
+    /// Policy folder (every *.yaml is a layer) or one policy file [default: ./policies, else embedded].
+    #[arg(long)]
+    policies: Option<PathBuf>,
+    /// Manifest folder [default: ./tool-manifests, else embedded].
+    #[arg(long)]
+    manifests: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    fn paths(&self) -> ConfigPaths {
+        ConfigPaths { policies: self.policies.clone(), manifests: self.manifests.clone() }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Human,
+    Json,
+    Github,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SchemaKind {
+    Policy,
+    Manifest,
+}
+
+const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check { config, format } => check(&config, format),
+        Command::Test { config, workspace, tests } => test(&config, &workspace, &tests),
+        Command::Eval { config, workspace, profile, tool, args, call, calls } => {
+            eval(&config, &workspace, profile, tool, args, call, calls)
+        }
+        Command::Redact { policies } => redact(policies),
+        Command::Schema { kind } => schema(kind),
+    }
+}
+
+fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("toolgate: {message}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn load(config: &ConfigArgs, profile: Option<String>) -> Result<CompiledPolicy, ExitCode> {
+    toolgate::load_policy(&config.paths(), &CompileOptions { profile }).map_err(|d| {
+        eprint!("{}", d.to_human());
+        eprintln!("toolgate: the policy did not load ({} error{})", d.len(), if d.len() == 1 { "" } else { "s" });
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+fn check(config: &ConfigArgs, format: Format) -> ExitCode {
+    let result = config::load(&config.paths()).and_then(|loaded| compile(&loaded, &CompileOptions::default()));
+    let mut out = std::io::stdout().lock();
+    match (&result, format) {
+        (Ok(p), Format::Human | Format::Github) => {
+            let _ = writeln!(
+                out,
+                "ok: policy {} — {} files, active tools: {}; {} rules, {} command patterns, {} redaction rules",
+                p.version,
+                p.files.len(),
+                p.tools.active.join(", "),
+                p.rules.rules.len(),
+                p.commands.allow.len() + p.commands.ask.len() + p.commands.deny.len(),
+                p.redactor.len()
+            );
+        }
+        (Err(d), Format::Human) => {
+            let _ = write!(out, "{}", d.to_human());
+            let _ = writeln!(out, "{} error{}", d.len(), if d.len() == 1 { "" } else { "s" });
+        }
+        (Err(d), Format::Github) => {
+            let _ = write!(out, "{}", d.to_github());
+        }
+        (_, Format::Json) => {
+            let json = match &result {
+                Ok(p) => serde_json::json!({"ok": true, "version": p.version, "files": p.files, "active_tools": p.tools.active, "errors": []}),
+                Err(d) => serde_json::json!({"ok": false, "errors": d.0}),
+            };
+            let _ = writeln!(out, "{}", serde_json::to_string_pretty(&json).unwrap_or_default());
+        }
+    }
+    if result.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn test(config: &ConfigArgs, workspace: &Path, tests: &[PathBuf]) -> ExitCode {
+    let policy = match load(config, None) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let files: Vec<PathBuf> = if tests.is_empty() {
+        let dir = config.policies.clone().unwrap_or_else(|| PathBuf::from("policies")).join("tests");
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml")).collect())
+            .unwrap_or_default();
+        found.sort();
+        if found.is_empty() {
+            return usage_error(format!("no test files given and none found in {}", dir.display()));
+        }
+        found
+    } else {
+        tests.to_vec()
+    };
+    let (mut passed, mut failed) = (0, 0);
+    for path in &files {
+        let file = match toolgate::testing::read_test_file(path) {
+            Ok(f) => f,
+            Err(e) => return usage_error(e),
+        };
+        let results = match toolgate::testing::run_test_file(&policy, &path.display().to_string(), &file, workspace) {
+            Ok(r) => r,
+            Err(e) => return usage_error(e),
+        };
+        for r in results {
+            match r.failure {
+                None => passed += 1,
+                Some(why) => {
+                    failed += 1;
+                    println!("FAIL {}: {}: {why}", r.file, r.name);
+                }
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn read_input(path: &Path) -> std::io::Result<String> {
+    if path == Path::new("-") {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(path)
+    }
+}
+
+fn parse_call(text: &str) -> Result<ToolCall, String> {
+    let call: ToolCall = serde_json::from_str(text).map_err(|e| format!("invalid call: {e}; expected {{\"name\": …, \"arguments\": {{…}}}}"))?;
+    if !call.arguments.is_object() {
+        return Err("`arguments` must be a JSON object".to_string());
+    }
+    Ok(call)
+}
+
+fn eval(
+    config: &ConfigArgs,
+    workspace: &Path,
+    profile: Option<String>,
+    tool: Option<String>,
+    args: Option<String>,
+    call: Option<PathBuf>,
+    calls: Option<PathBuf>,
+) -> ExitCode {
+    // Parse every call before deciding any, so a bad line never leaves half an answer.
+    let parsed: Vec<ToolCall> = match (tool, args, call, calls) {
+        (Some(name), Some(args), None, None) => match serde_json::from_str::<Value>(&args) {
+            Ok(arguments @ Value::Object(_)) => vec![ToolCall { id: String::new(), name, arguments }],
+            Ok(_) => return usage_error("--args must be a JSON object, e.g. '{\"path\": \"src/main.rs\"}'"),
+            Err(e) => return usage_error(format!("--args is not valid JSON: {e}")),
+        },
+        (None, None, Some(file), None) => match read_input(&file).map_err(|e| e.to_string()).and_then(|t| parse_call(&t)) {
+            Ok(c) => vec![c],
+            Err(e) => return usage_error(format!("{}: {e}", file.display())),
+        },
+        (None, None, None, Some(file)) => {
+            let text = match read_input(&file) {
+                Ok(t) => t,
+                Err(e) => return usage_error(format!("{}: {e}", file.display())),
+            };
+            let mut out = Vec::new();
+            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                match parse_call(line) {
+                    Ok(c) => out.push(c),
+                    Err(e) => return usage_error(format!("{}:{}: {e}", file.display(), i + 1)),
+                }
+            }
+            out
+        }
+        _ => return usage_error("give one of --tool NAME --args JSON, --call FILE or --calls FILE.jsonl"),
+    };
+    let policy = match load(config, profile) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let ws = match Workspace::new(workspace) {
+        Ok(ws) => ws,
+        Err(e) => return usage_error(format!("workspace `{}`: {e}", workspace.display())),
+    };
+    let mut out = std::io::stdout().lock();
+    for call in &parsed {
+        let verdict = policy.evaluate(&ws, call);
+        let line = serde_json::to_string(&verdict).unwrap_or_default();
+        if writeln!(out, "{line}").is_err() {
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn redact(policies: Option<PathBuf>) -> ExitCode {
+    let config = ConfigArgs { policies, manifests: None };
+    let policy = match load(&config, None) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let mut input = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+        return usage_error(format!("stdin: {e} (toolgate redact reads UTF-8 text)"));
+    }
+    let mut out = std::io::stdout().lock();
+    if out.write_all(policy.redactor.redact(&input).as_bytes()).is_err() {
+        return ExitCode::from(EXIT_USAGE);
+    }
+    ExitCode::SUCCESS
+}
+
+fn schema(kind: SchemaKind) -> ExitCode {
+    let schema = match kind {
+        SchemaKind::Policy => schemars::schema_for!(toolgate::config::PolicyFile),
+        SchemaKind::Manifest => schemars::schema_for!(toolgate::config::Manifest),
+    };
+    println!("{}", serde_json::to_string_pretty(&schema).unwrap_or_default());
+    ExitCode::SUCCESS
+}

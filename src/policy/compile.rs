@@ -1,0 +1,536 @@
+//! From loaded files to one [`CompiledPolicy`], with every problem reported
+//! at its `FILE:LINE:COL`.
+//!
+//! Layers combine deny-overrides: lists are unioned (a deny anywhere wins over
+//! an allow anywhere, because deciding takes the strictest finding), scalar
+//! decisions take the strictest layer's value, limits take the smallest, and
+//! each layer's `roots` must all contain a path.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use super::commands::{CommandRule, CommandRules};
+use super::paths::{GlobList, PathRules, RootSet};
+use super::redact::{RedactRuleSpec, Redactor};
+use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
+use super::shell::CommandPattern;
+use super::tools::{ToolInfo, ToolSet, BUILTINS};
+use super::{CompiledPolicy, Decision, Limits, UnknownToolDecision};
+use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
+use crate::config::manifest::Implementation;
+use crate::config::parse::{display_path, position_of};
+use crate::config::policy_file::{parse_duration, CommandEntry};
+use crate::config::{Loaded, LoadedManifest, PolicyLayer};
+
+/// Choices made at compile time rather than in the files.
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    /// Use this profile's tools as the active set (`--profile`).
+    pub profile: Option<String>,
+}
+
+/// Compiles loaded files into one policy, or reports every problem.
+pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPolicy, Diagnostics> {
+    let mut diags = Diagnostics::default();
+    let tools = compile_tools(&loaded.manifests, &mut diags);
+    let mut c = Compiler { diags, tools };
+    let active = c.active_set(&loaded.layers, options);
+    let paths = c.paths(&loaded.layers);
+    let commands = c.commands(&loaded.layers);
+    let rules = c.rules(&loaded.layers);
+    let redactor = c.redactor(&loaded.layers);
+    let terminate_tools = c.terminate(&loaded.layers);
+    let limits = c.limits(&loaded.layers);
+    let unknown_tools = loaded
+        .layers
+        .iter()
+        .filter_map(|l| l.policy.tools.as_ref().and_then(|t| t.unknown))
+        .max_by_key(|u| unknown_strictness(*u))
+        .unwrap_or(UnknownToolDecision::Ask);
+    let Compiler { diags, mut tools } = c;
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    tools.active = active;
+    Ok(CompiledPolicy {
+        version: version_hash(loaded),
+        files: loaded.file_names(),
+        tools,
+        paths,
+        commands,
+        rules,
+        unknown_tools,
+        terminate_tools,
+        redactor: redactor.unwrap_or_else(|| Redactor::compile(false, &[]).expect("an empty rule set always compiles")),
+        limits,
+    })
+}
+
+fn unknown_strictness(u: UnknownToolDecision) -> u8 {
+    match u {
+        UnknownToolDecision::Allow => 0,
+        UnknownToolDecision::Defer => 1,
+        UnknownToolDecision::Ask => 2,
+        UnknownToolDecision::Deny => 3,
+    }
+}
+
+/// FNV-1a over every file's name and text: stable, dependency-free, and
+/// enough to tell policy versions apart in logs.
+fn version_hash(loaded: &Loaded) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    for l in &loaded.layers {
+        feed(l.file.name.as_bytes());
+        feed(l.file.text.as_bytes());
+    }
+    for m in &loaded.manifests {
+        feed(m.file.name.as_bytes());
+        feed(m.file.text.as_bytes());
+    }
+    format!("{h:016x}")
+}
+
+/// The line where `key` is first assigned or opens a table, for manifest
+/// errors that have no span of their own.
+fn toml_key_position(text: &str, key: &str) -> Position {
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with(&format!("[{key}")) || t.starts_with(&format!("{key} ")) || t.starts_with(&format!("{key}=")) || t.starts_with(&format!("{key}.")) {
+            return Position { line: i + 1, col: line.len() - t.len() + 1 };
+        }
+    }
+    Position { line: 1, col: 1 }
+}
+
+fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostics) -> ToolSet {
+    let mut set = ToolSet::default();
+    for lm in manifests {
+        let m = &lm.manifest;
+        let file = &lm.file;
+        let at_span = |span: std::ops::Range<usize>| position_of(&file.text, span.start);
+        let name = m.name.get_ref().clone();
+        let mut ok = true;
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') || name.len() > 64 {
+            diags.push(Diagnostic::new(&file.name, at_span(m.name.span()), format!("invalid tool name `{name}`"))
+                .with_help("use 1-64 letters, digits, `_` or `-`"));
+            ok = false;
+        }
+        if let Some(prev) = set.tools.get(&name) {
+            diags.push(Diagnostic::new(&file.name, at_span(m.name.span()), format!("tool `{name}` is already defined in {}", prev.file))
+                .with_help("give each manifest a unique `name`"));
+            ok = false;
+        }
+        match &m.implementation {
+            Implementation::Builtin(b) if !BUILTINS.contains(&b.as_str()) => {
+                diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, "implementation"), format!("unknown builtin `{b}`"))
+                    .with_help(format!("use one of {}, or `exec = [...]`", BUILTINS.join(", "))));
+                ok = false;
+            }
+            Implementation::Exec(argv) if argv.is_empty() || argv[0].is_empty() || argv[0].contains('{') => {
+                diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, "implementation"), "`exec` must start with a fixed program name")
+                    .with_help("write e.g. `exec = [\"rg\", \"--json\", \"{pattern}\"]`; the program itself cannot come from an argument"));
+                ok = false;
+            }
+            _ => {}
+        }
+        let schema_pos = toml_key_position(&file.text, "parameters");
+        if m.parameters.get("type").and_then(Value::as_str) != Some("object") {
+            diags.push(Diagnostic::new(&file.name, schema_pos, "`[parameters]` must be a JSON Schema with `type = \"object\"`")
+                .with_help("add `type = \"object\"` under `[parameters]`"));
+            ok = false;
+        } else if let Err(e) = jsonschema::meta::validate(&m.parameters) {
+            diags.push(Diagnostic::new(&file.name, schema_pos, format!("`[parameters]` is not a valid JSON Schema: {e}"))
+                .with_help("fix the schema (JSON Schema 2020-12, written as TOML)"));
+            ok = false;
+        }
+        let props = m.parameters.get("properties").and_then(Value::as_object);
+        let prop_type = |arg: &str| props.and_then(|p| p.get(arg)).map(|p| p.get("type").and_then(Value::as_str).unwrap_or(""));
+        let mut path_args = Vec::new();
+        for (arg, access) in &m.effects.paths {
+            match prop_type(arg.get_ref()) {
+                Some("string") => path_args.push((arg.get_ref().clone(), (*access).into())),
+                Some(t) => {
+                    diags.push(Diagnostic::new(&file.name, at_span(arg.span()), format!("path argument `{}` has type `{t}`; path arguments must be strings", arg.get_ref()))
+                        .with_help("declare it with `type = \"string\"`"));
+                    ok = false;
+                }
+                None => {
+                    diags.push(Diagnostic::new(&file.name, at_span(arg.span()), format!("`effects.paths` names `{}`, which is not a parameter of `{name}`", arg.get_ref()))
+                        .with_help("name a property of `[parameters]`"));
+                    ok = false;
+                }
+            }
+        }
+        let mut command_arg = None;
+        if let Some(cmd) = &m.effects.command {
+            if prop_type(cmd.get_ref()) == Some("string") {
+                command_arg = Some(cmd.get_ref().clone());
+            } else {
+                diags.push(Diagnostic::new(&file.name, at_span(cmd.span()), format!("`effects.command` names `{}`, which is not a string parameter of `{name}`", cmd.get_ref()))
+                    .with_help("name a property of `[parameters]` with `type = \"string\"`"));
+                ok = false;
+            }
+        }
+        for (i, step) in m.prepare.iter().enumerate() {
+            let set_count = [step.rename.is_some(), step.parse_json.is_some(), step.wrap.is_some()].iter().filter(|b| **b).count();
+            if set_count != 1 {
+                diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, "[[prepare"), format!("prepare step {} must have exactly one of `rename`, `parse_json`, `wrap`", i + 1))
+                    .with_help("split it into one `[[prepare]]` table per step"));
+                ok = false;
+            }
+        }
+        for (cli, dialect) in &m.dialects {
+            for target in dialect.args.values() {
+                if prop_type(target).is_none() {
+                    diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, &format!("[dialects.{cli}")), format!("dialect `{cli}` maps onto `{target}`, which is not a parameter of `{name}`"))
+                        .with_help("map each of the CLI's arguments onto a property of `[parameters]`"));
+                    ok = false;
+                }
+            }
+        }
+        if ok {
+            set.tools.insert(name, ToolInfo { manifest: m.clone(), file: file.name.clone(), path_args, command_arg });
+        }
+    }
+    set
+}
+
+struct Compiler {
+    diags: Diagnostics,
+    tools: ToolSet,
+}
+
+impl Compiler {
+    fn err(&mut self, layer: &PolicyLayer, path: &str, message: impl Into<String>, help: impl Into<String>) {
+        err_at(&mut self.diags, layer, path, message, help);
+    }
+
+    fn check_tool_names(&mut self, layer: &PolicyLayer, names: &[String], path: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, n) in names.iter().enumerate() {
+            if self.tools.get(n).is_some() {
+                if !out.contains(n) {
+                    out.push(n.clone());
+                }
+            } else {
+                let known: Vec<&str> = self.tools.tools.keys().map(String::as_str).collect();
+                let help = match crate::config::diagnostics::did_you_mean(n, &known) {
+                    Some(s) => format!("did you mean `{s}`? Known tools: {}", known.join(", ")),
+                    None => format!("add a manifest `{n}.toml`, or use one of: {}", known.join(", ")),
+                };
+                self.err(layer, &format!("{path}.{i}"), format!("unknown tool `{n}` in `{}`: no manifest defines it", display_path(path)), help);
+            }
+        }
+        out
+    }
+
+    fn active_set(&mut self, layers: &[PolicyLayer], options: &CompileOptions) -> Vec<String> {
+        let mut active: Vec<String> = Vec::new();
+        let mut any_active = false;
+        let mut profiles: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for layer in layers {
+            let Some(t) = &layer.policy.tools else { continue };
+            if let Some(list) = &t.active {
+                any_active = true;
+                for n in self.check_tool_names(layer, list, "tools.active") {
+                    if !active.contains(&n) {
+                        active.push(n);
+                    }
+                }
+            }
+            for (name, list) in &t.profiles {
+                let checked = self.check_tool_names(layer, list, &format!("tools.profiles.{name}"));
+                profiles.insert(name.clone(), checked);
+            }
+        }
+        if let Some(p) = &options.profile {
+            return match profiles.get(p) {
+                Some(list) => list.clone(),
+                None => {
+                    let file = layers.last().map(|l| l.file.name.clone()).unwrap_or_default();
+                    let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
+                    self.diags.push(
+                        Diagnostic::new(&file, Position::default(), format!("unknown profile `{p}`"))
+                            .with_help(if known.is_empty() { "define it under `tools.profiles`".to_string() } else { format!("use one of: {}", known.join(", ")) }),
+                    );
+                    Vec::new()
+                }
+            };
+        }
+        if any_active {
+            active
+        } else {
+            self.tools.tools.keys().cloned().collect()
+        }
+    }
+
+    fn globs(&mut self, layer: &PolicyLayer, list: &[String], path: &str, into: &mut Vec<String>) {
+        for (i, g) in list.iter().enumerate() {
+            match super::paths::compile_glob(g) {
+                Ok(_) => into.push(g.clone()),
+                Err(e) => self.err(layer, &format!("{path}.{i}"), format!("invalid glob `{g}`: {e}"), "fix the glob; `*` matches within one path segment, `**` across segments"),
+            }
+        }
+    }
+
+    fn paths(&mut self, layers: &[PolicyLayer]) -> PathRules {
+        let mut root_sets = Vec::new();
+        let (mut deny, mut read_only) = (Vec::new(), Vec::new());
+        for layer in layers {
+            let Some(p) = &layer.policy.paths else { continue };
+            if let Some(roots) = &p.roots {
+                if roots.is_empty() {
+                    self.err(layer, "paths.roots", "`paths.roots` is empty, which would deny every path", "list at least one root, e.g. `[\".\"]` for the workspace");
+                }
+                for (i, r) in roots.iter().enumerate() {
+                    if r.contains('\0') || r.contains(['*', '?', '[']) {
+                        self.err(layer, &format!("paths.roots.{i}"), format!("root `{r}` must be a plain directory path, not a glob"), "write a directory such as `.` or `src`");
+                    }
+                }
+                root_sets.push(RootSet { roots: roots.clone() });
+            }
+            self.globs(layer, &p.deny, "paths.deny", &mut deny);
+            self.globs(layer, &p.read_only, "paths.read_only", &mut read_only);
+        }
+        if root_sets.is_empty() {
+            root_sets.push(RootSet { roots: vec![".".to_string()] });
+        }
+        PathRules {
+            root_sets,
+            deny: GlobList::new(&deny).unwrap_or_default(),
+            read_only: GlobList::new(&read_only).unwrap_or_default(),
+        }
+    }
+
+    fn commands(&mut self, layers: &[PolicyLayer]) -> CommandRules {
+        let mut rules = CommandRules::default();
+        let (mut unparsed, mut default) = (None::<Decision>, None::<Decision>);
+        for layer in layers {
+            let Some(c) = &layer.policy.commands else { continue };
+            for (list, entries, into) in [("allow", &c.allow, &mut rules.allow), ("ask", &c.ask, &mut rules.ask), ("deny", &c.deny, &mut rules.deny)] {
+                for (i, entry) in entries.iter().enumerate() {
+                    let at = format!("commands.{list}.{i}");
+                    match CommandPattern::parse(entry.pattern()) {
+                        Ok(pattern) => {
+                            let (id, reason) = match entry {
+                                CommandEntry::Pattern(p) => (format!("commands.{list}[{p}]"), None),
+                                CommandEntry::Detailed(d) => (d.id.clone().unwrap_or_else(|| format!("commands.{list}[{}]", d.pattern)), d.reason.clone()),
+                            };
+                            into.push(CommandRule { pattern, id, reason });
+                        }
+                        Err(e) => {
+                            let pos = layer.map.value(&at);
+                            self.diags.push(Diagnostic::new(&layer.file.name, pos, format!("invalid command pattern `{}` in `commands.{list}`: {e}", entry.pattern()))
+                                .with_help("write one simple command per entry, as words: e.g. `git push --force`"));
+                        }
+                    }
+                }
+            }
+            unparsed = unparsed.max(c.unparsed);
+            default = default.max(c.default);
+        }
+        rules.unparsed = unparsed.unwrap_or(Decision::Deny);
+        rules.default = default.unwrap_or(Decision::Ask);
+        rules
+    }
+
+    fn rules(&mut self, layers: &[PolicyLayer]) -> RuleSet {
+        let mut out = RuleSet::default();
+        for layer in layers {
+            let mut ids = HashSet::new();
+            for (i, spec) in layer.policy.rules.iter().enumerate() {
+                let at = format!("rules.{i}");
+                if spec.id.trim().is_empty() {
+                    self.err(layer, &format!("{at}.id"), "rule id is empty", "give the rule a short unique id such as `no-large-writes`");
+                    continue;
+                }
+                if !ids.insert(spec.id.clone()) {
+                    self.err(layer, &format!("{at}.id"), format!("duplicate rule id `{}`", spec.id), "give every rule in a file its own id");
+                }
+                // Which tools: the named ones, or every tool that has the arguments.
+                let named = spec.tools.as_ref().map(|list| self.check_tool_names(layer, list, &format!("{at}.tools")));
+                if named.as_ref().is_some_and(Vec::is_empty) {
+                    continue; // every name was unknown: already reported
+                }
+                let candidates: Vec<&ToolInfo> = match &named {
+                    Some(list) => list.iter().filter_map(|n| self.tools.get(n)).collect(),
+                    None => self.tools.tools.values().collect(),
+                };
+                let every = named.is_some();
+                let arg_types = |arg: &str| -> Option<Vec<String>> {
+                    let found: Vec<Vec<String>> = candidates.iter().filter_map(|t| t.arg_types(arg)).collect();
+                    if found.is_empty() || (every && found.len() != candidates.len()) {
+                        return None;
+                    }
+                    let mut all: Vec<String> = found.into_iter().flatten().collect();
+                    all.sort();
+                    all.dedup();
+                    Some(all)
+                };
+                let mut errors = Vec::new();
+                let cond = compile_condition(&spec.when, &format!("{at}.when"), &arg_types, &mut errors);
+                for (path, message, help) in errors {
+                    let message = format!("rule `{}`: {message}", spec.id);
+                    err_at(&mut self.diags, layer, &path, message, help);
+                }
+                let Some(cond) = cond else { continue };
+                let args = cond.args();
+                let tools: Vec<String> = candidates
+                    .iter()
+                    .filter(|t| args.iter().all(|a| t.arg_types(a).is_some()))
+                    .map(|t| t.name().to_string())
+                    .collect();
+                if tools.is_empty() {
+                    err_at(&mut self.diags, layer, &format!("{at}.when"), format!("rule `{}` applies to no tool: no manifest has all of its arguments ({})", spec.id, args.join(", ")), "add `tools:` or use arguments the tools have");
+                    continue;
+                }
+                let path_args: Vec<String> = tools
+                    .iter()
+                    .filter_map(|t| self.tools.get(t))
+                    .flat_map(|t| t.path_args.iter().map(|(a, _)| a.clone()))
+                    .collect();
+                let lexical_key = |arg: &str, raw: &str| -> Option<String> { path_args.iter().any(|a| a == arg).then(|| lexical_relative(raw)) };
+                if let Some(ex) = &spec.examples {
+                    for (kind, list, want) in [("match", &ex.matching, true), ("not_match", &ex.not_match, false)] {
+                        for (j, example) in list.iter().enumerate() {
+                            let expanded = expand_placeholders(&Value::Object(example.clone()));
+                            let got = expanded.as_object().is_some_and(|a| cond.eval(a, &lexical_key));
+                            if got != want {
+                                let shown = serde_json::to_string(example).unwrap_or_default();
+                                let (msg, help) = if want {
+                                    (format!("rule `{}`: example {shown} should match `when`, but does not", spec.id), "fix the rule's `when`, or the example")
+                                } else {
+                                    (format!("rule `{}`: example {shown} should not match `when`, but does", spec.id), "narrow the rule's `when`, or fix the example")
+                                };
+                                err_at(&mut self.diags, layer, &format!("{at}.examples.{kind}.{j}"), msg, help);
+                            }
+                        }
+                    }
+                }
+                out.rules.push(Rule { id: spec.id.clone(), tools, cond, decision: spec.decision, reason: spec.reason.clone(), terminate: spec.terminate });
+            }
+        }
+        out
+    }
+
+    fn redactor(&mut self, layers: &[PolicyLayer]) -> Option<Redactor> {
+        let mut defaults = false;
+        let mut specs = Vec::new();
+        let mut origin: Vec<(usize, usize)> = Vec::new();
+        for (li, layer) in layers.iter().enumerate() {
+            let Some(r) = &layer.policy.redact else { continue };
+            defaults |= r.defaults.unwrap_or(false);
+            for (i, rule) in r.rules.iter().enumerate() {
+                specs.push(RedactRuleSpec {
+                    id: rule.id.clone(),
+                    regex: rule.regex.clone(),
+                    keywords: rule.keywords.iter().map(|k| k.to_lowercase()).collect(),
+                    secret_group: rule.secret_group,
+                });
+                origin.push((li, i));
+            }
+            if !r.gitleaks.is_empty() {
+                self.err(layer, "redact.gitleaks", "gitleaks config import is not supported by this version of toolgate", "remove `redact.gitleaks`, or copy the rules you need into `redact.rules`");
+            }
+        }
+        match Redactor::compile(defaults, &specs) {
+            Ok(r) => Some(r),
+            Err(errors) => {
+                for e in errors {
+                    match specs.iter().position(|s| s.id == e.id) {
+                        Some(k) => {
+                            let (li, i) = origin[k];
+                            self.err(&layers[li], &format!("redact.rules.{i}"), format!("redaction rule `{}`: {}", e.id, e.message), "fix the rule's regex, keywords or secret_group");
+                        }
+                        None => self.diags.push(Diagnostic::new("<embedded>", Position::default(), format!("built-in redaction rule `{}`: {}", e.id, e.message))),
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn terminate(&mut self, layers: &[PolicyLayer]) -> Vec<String> {
+        let mut out = Vec::new();
+        for layer in layers {
+            if let Some(t) = &layer.policy.terminate {
+                for n in self.check_tool_names(layer, &t.tools, "terminate.tools") {
+                    if !out.contains(&n) {
+                        out.push(n);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn limits(&mut self, layers: &[PolicyLayer]) -> Limits {
+        let mut limits = Limits::default();
+        let mut set = (false, false, false);
+        for layer in layers {
+            let Some(l) = &layer.policy.limits else { continue };
+            if let Some(t) = &l.timeout {
+                match parse_duration(t) {
+                    Ok(d) => {
+                        limits.timeout = if set.0 { limits.timeout.min(d) } else { d };
+                        set.0 = true;
+                    }
+                    Err(e) => self.err(layer, "limits.timeout", e, "write a duration such as `120s`"),
+                }
+            }
+            if let Some(b) = &l.max_output_bytes {
+                match b.bytes() {
+                    Ok(n) if n > 0 => {
+                        limits.max_output_bytes = if set.1 { limits.max_output_bytes.min(n) } else { n };
+                        set.1 = true;
+                    }
+                    Ok(_) => self.err(layer, "limits.max_output_bytes", "`max_output_bytes` must be more than 0", "write a size such as `50KB`"),
+                    Err(e) => self.err(layer, "limits.max_output_bytes", e, "write a size such as `50KB`"),
+                }
+            }
+            if let Some(n) = l.max_output_lines {
+                if n == 0 {
+                    self.err(layer, "limits.max_output_lines", "`max_output_lines` must be more than 0", "write a number of lines such as 2000");
+                } else {
+                    limits.max_output_lines = if set.2 { limits.max_output_lines.min(n) } else { n };
+                    set.2 = true;
+                }
+            }
+        }
+        limits
+    }
+}
+
+fn err_at(diags: &mut Diagnostics, layer: &PolicyLayer, path: &str, message: impl Into<String>, help: impl Into<String>) {
+    let pos = layer.map.value(path);
+    diags.push(Diagnostic::new(&layer.file.name, pos, message).with_help(help));
+}
+
+/// A path argument as written, made workspace-relative without a workspace
+/// (for examples checked at load): `./src/../src/x` -> `src/x`.
+fn lexical_relative(raw: &str) -> String {
+    let raw = raw.strip_prefix('@').unwrap_or(raw);
+    let folded = super::paths::fold(&Path::new("/").join(raw));
+    let mut out = PathBuf::new();
+    for c in folded.components() {
+        if let Component::Normal(s) = c {
+            out.push(s);
+        }
+    }
+    let s = out.to_string_lossy().into_owned();
+    if s.is_empty() {
+        ".".to_string()
+    } else {
+        s
+    }
+}

@@ -1,0 +1,346 @@
+//! Combining every check into one verdict for one call.
+//!
+//! Deciding happens in two steps. [`gather`] does the I/O: it resolves path
+//! arguments (following symlinks) and splits shell commands into their simple
+//! commands. [`decide`] is pure: it judges those facts. The split keeps the
+//! decision itself cheap and testable, and lets benches compare it with other
+//! engines on the same pre-resolved input.
+//!
+//! Every check yields [`Finding`]s; the verdict is the strictest one (deny
+//! beats ask beats allow), the first found at that level.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::paths::{self, expand_shell_glob, glob_key, looks_like_path, PathFact, Workspace};
+use super::shell::{self, ShellAnalysis};
+use super::{Access, CompiledPolicy, Decision, UnknownToolDecision};
+
+/// A tool call as every front-end hands it to the policy.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, Serialize)]
+pub struct ToolCall {
+    /// The call's id (for logs and results).
+    #[serde(default)]
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, a JSON object.
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// The result of one check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// What the check decided.
+    pub decision: Decision,
+    /// The rule that decided it.
+    pub rule: String,
+    /// Why, for the model.
+    pub reason: String,
+    /// Whether it also ends the batch.
+    pub terminate: bool,
+}
+
+impl Finding {
+    /// A finding that does not terminate.
+    pub fn new(decision: Decision, rule: impl Into<String>, reason: impl Into<String>) -> Finding {
+        Finding {
+            decision,
+            rule: rule.into(),
+            reason: reason.into(),
+            terminate: false,
+        }
+    }
+}
+
+/// The before-hook's answer for one call: exactly what `toolgate eval` prints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// allow, ask or deny.
+    pub decision: Decision,
+    /// Why, in words a model can act on.
+    pub reason: String,
+    /// The id of the deciding rule, `null` when no rule decided.
+    pub rule: Option<String>,
+    /// Whether the batch ends with this call.
+    pub terminate: bool,
+}
+
+/// Whether the called tool exists for the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolStatus {
+    /// Described by a manifest and active.
+    Active,
+    /// Described by a manifest but not active.
+    Inactive,
+    /// No manifest describes it.
+    Unknown,
+}
+
+/// Everything [`decide`] needs, gathered with I/O by [`gather`].
+#[derive(Clone, Debug)]
+pub struct CallFacts {
+    /// The tool's name.
+    pub tool: String,
+    /// Whether it exists.
+    pub status: ToolStatus,
+    /// The arguments (`None` when they are not a JSON object).
+    pub args: Option<Map<String, Value>>,
+    /// Path arguments, resolved.
+    pub paths: Vec<PathFact>,
+    /// The analyzed shell command, when the tool declares one.
+    pub shell: Option<ShellFacts>,
+    /// Problems found while gathering (an argument of the wrong type).
+    pub problems: Vec<Finding>,
+    /// The policy's roots, resolved against the workspace.
+    pub roots: Vec<Vec<PathBuf>>,
+}
+
+/// A command argument, analyzed.
+#[derive(Clone, Debug)]
+pub struct ShellFacts {
+    /// Its simple commands.
+    pub analysis: ShellAnalysis,
+    /// The file words of each simple command (operands and redirections).
+    pub files: Vec<Vec<PathFact>>,
+}
+
+/// How many paths one shell glob word may expand to before the rest is ignored.
+const MAX_GLOB_EXPANSION: usize = 256;
+
+/// Devices every program may write to or read from.
+fn is_harmless_device(word: &str) -> bool {
+    matches!(word, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin" | "/dev/tty" | "/dev/zero")
+        || word.starts_with("/dev/fd/")
+}
+
+/// Resolves paths and analyzes commands of `call` (the I/O half of a decision).
+pub fn gather(policy: &CompiledPolicy, ws: &Workspace, call: &ToolCall) -> CallFacts {
+    let status = match policy.tools.get(&call.name) {
+        None => ToolStatus::Unknown,
+        Some(_) if policy.tools.is_active(&call.name) => ToolStatus::Active,
+        Some(_) => ToolStatus::Inactive,
+    };
+    let mut facts = CallFacts {
+        tool: call.name.clone(),
+        status,
+        args: call.arguments.as_object().cloned(),
+        paths: Vec::new(),
+        shell: None,
+        problems: Vec::new(),
+        roots: Vec::new(),
+    };
+    let (Some(tool), Some(args)) = (policy.tools.get(&call.name), call.arguments.as_object()) else {
+        return facts;
+    };
+    if status != ToolStatus::Active {
+        return facts;
+    }
+    facts.roots = policy.paths.resolved_roots(ws);
+    for (arg, access) in &tool.path_args {
+        match args.get(arg) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(raw)) => facts.paths.push(PathFact {
+                source: format!("argument `{arg}`"),
+                raw: raw.clone(),
+                access: *access,
+                resolved: paths::resolve(ws, raw),
+                check_roots: true,
+            }),
+            Some(other) => facts.problems.push(Finding::new(
+                Decision::Deny,
+                "paths.resolve",
+                format!("argument `{arg}` must be a string path, got {other}"),
+            )),
+        }
+    }
+    if let Some(arg) = &tool.command_arg {
+        match args.get(arg) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(script)) => facts.shell = Some(gather_shell(ws, script)),
+            Some(other) => facts.problems.push(Finding::new(
+                Decision::Deny,
+                "commands.unparsed",
+                format!("argument `{arg}` must be a string command, got {other}"),
+            )),
+        }
+    }
+    facts
+}
+
+fn gather_shell(ws: &Workspace, script: &str) -> ShellFacts {
+    let analysis = shell::analyze(script);
+    // `cd dir && cat x` reads dir/x: track the directory through the script in
+    // source order (control flow ignored; a cd we cannot follow makes later
+    // relative words relative to where it points, which is the strict side).
+    let mut base = String::new();
+    let mut files = Vec::with_capacity(analysis.commands.len());
+    for cmd in &analysis.commands {
+        let mut facts = Vec::new();
+        let program = cmd.program().to_string();
+        let mut add = |word: &str, access: Access, source: String, base: &str| {
+            if is_harmless_device(word) {
+                return;
+            }
+            for path in expand_shell_glob(ws, &join_base(base, word), MAX_GLOB_EXPANSION) {
+                facts.push(PathFact {
+                    check_roots: looks_like_path(&path),
+                    resolved: paths::resolve(ws, &path),
+                    raw: path,
+                    access,
+                    source: source.clone(),
+                });
+            }
+        };
+        for (word, access) in cmd.file_operands() {
+            add(word, access, format!("`{program}` operand"), &base);
+        }
+        for (target, access) in &cmd.redirects {
+            add(target, *access, "redirection target".to_string(), &base);
+        }
+        if matches!(program.as_str(), "cd" | "pushd") {
+            let target = cmd.words.iter().skip(1).find(|w| !w.starts_with('-'));
+            base = match target {
+                Some(t) => join_base(&base, t),
+                None => "~".to_string(),
+            };
+        }
+        files.push(facts);
+    }
+    ShellFacts { analysis, files }
+}
+
+fn join_base(base: &str, word: &str) -> String {
+    if base.is_empty() || word.starts_with('/') || word.starts_with('~') || word.starts_with("file://") {
+        word.to_string()
+    } else {
+        format!("{base}/{word}")
+    }
+}
+
+/// Judges gathered facts (the pure half of a decision).
+pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Verdict {
+    match facts.status {
+        ToolStatus::Unknown => return unknown_tool(policy, &facts.tool),
+        ToolStatus::Inactive => {
+            return Verdict {
+                decision: Decision::Deny,
+                reason: format!("Tool {} not found", facts.tool),
+                rule: Some("tools.active".to_string()),
+                terminate: false,
+            }
+        }
+        ToolStatus::Active => {}
+    }
+    let Some(args) = &facts.args else {
+        return Verdict {
+            decision: Decision::Deny,
+            reason: format!("Arguments of tool {} must be a JSON object", facts.tool),
+            rule: None,
+            terminate: false,
+        };
+    };
+    let mut best: Option<Finding> = None;
+    let mut consider = |f: Finding| {
+        let better = match &best {
+            None => true,
+            Some(b) => f.decision > b.decision || (f.decision == b.decision && f.terminate && !b.terminate),
+        };
+        if better {
+            best = Some(f);
+        }
+    };
+    for p in &facts.problems {
+        consider(p.clone());
+    }
+    for fact in &facts.paths {
+        if let Some(f) = policy.paths.check(ws, &facts.roots, fact) {
+            consider(f);
+        }
+    }
+    if let Some(shell) = &facts.shell {
+        if !shell.analysis.unparsed.is_empty() {
+            consider(policy.commands.judge_unparsed(&shell.analysis.unparsed));
+        }
+        for (cmd, files) in shell.analysis.commands.iter().zip(&shell.files) {
+            // The command's own rule first: at equal strictness, the first
+            // finding is the one reported, and "rm -rf is denied" says more
+            // than "/ is outside the roots".
+            if let Some(f) = policy.commands.judge(cmd) {
+                consider(f);
+            }
+            for fact in files {
+                if let Some(f) = policy.paths.check(ws, &facts.roots, fact) {
+                    consider(f);
+                }
+            }
+        }
+    }
+    let path_key = |arg: &str, raw: &str| -> Option<String> {
+        facts
+            .paths
+            .iter()
+            .find(|p| p.raw == raw && p.source == format!("argument `{arg}`"))
+            .and_then(|p| p.resolved.as_ref().ok())
+            .map(|r| glob_key(ws, &r.lexical))
+    };
+    for rule in &policy.rules.rules {
+        if rule.tools.iter().any(|t| *t == facts.tool) && rule.cond.eval(args, &path_key) {
+            let reason = rule
+                .reason
+                .clone()
+                .unwrap_or_else(|| format!("Policy rule {} matched this call", rule.id));
+            consider(Finding {
+                decision: rule.decision,
+                rule: rule.id.clone(),
+                reason,
+                terminate: rule.terminate,
+            });
+        }
+    }
+    let terminate_tool = policy.terminate_tools.iter().any(|t| *t == facts.tool);
+    match best {
+        Some(f) => Verdict {
+            terminate: f.terminate || (f.decision == Decision::Allow && terminate_tool),
+            decision: f.decision,
+            reason: f.reason,
+            rule: Some(f.rule),
+        },
+        None => Verdict {
+            decision: Decision::Allow,
+            reason: format!("Tool {} is allowed", facts.tool),
+            rule: None,
+            terminate: terminate_tool,
+        },
+    }
+}
+
+fn unknown_tool(policy: &CompiledPolicy, name: &str) -> Verdict {
+    let (decision, reason) = match policy.unknown_tools {
+        UnknownToolDecision::Allow => (Decision::Allow, format!("No manifest describes tool {name}; the policy allows unknown tools")),
+        UnknownToolDecision::Defer => (Decision::Ask, format!("No manifest describes tool {name}; the policy defers to the agent's own permission check")),
+        UnknownToolDecision::Ask => (Decision::Ask, format!("No manifest describes tool {name}, so it needs a person's approval")),
+        UnknownToolDecision::Deny => (Decision::Deny, format!("Tool {name} not found: no manifest describes it and the policy denies unknown tools")),
+    };
+    Verdict {
+        decision,
+        reason,
+        rule: Some("tools.unknown".to_string()),
+        terminate: false,
+    }
+}
+
+impl CompiledPolicy {
+    /// Decides one call: [`gather`] then [`decide`].
+    pub fn evaluate(&self, ws: &Workspace, call: &ToolCall) -> Verdict {
+        let facts = gather(self, ws, call);
+        decide(self, ws, &facts)
+    }
+}

@@ -1,0 +1,97 @@
+//! The compiled policy: what a set of policy files and manifests *means*.
+//!
+//! [`compile`] turns loaded files into one immutable [`CompiledPolicy`]; the
+//! before-hook asks it for a [`Verdict`] on each call, the after-hook uses its
+//! [`Redactor`] and [`Limits`]. Each concern has its own module:
+//!
+//! - [`tools`]: manifests, the active set, profiles;
+//! - [`paths`]: path resolution and confinement (roots, deny, read-only);
+//! - [`shell`]: splitting a shell script into simple commands;
+//! - [`commands`]: the allow / ask / deny command lists;
+//! - [`rules`]: argument conditions with their examples;
+//! - [`redact`]: secret redaction of output;
+//! - [`decide`]: combining all of the above into one verdict.
+
+mod compile;
+pub mod commands;
+pub mod decide;
+pub mod paths;
+pub mod redact;
+pub mod rules;
+pub mod shell;
+pub mod tools;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use crate::config::policy_file::{Decision, UnknownToolDecision};
+pub use compile::{compile, CompileOptions};
+pub use decide::{CallFacts, ToolCall, Verdict};
+pub use paths::Workspace;
+pub use redact::Redactor;
+
+/// How a tool argument or shell word touches a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Reads it.
+    Read,
+    /// Creates, changes or deletes it.
+    Write,
+}
+
+/// Output and time limits applied by the after-hook and the executor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// A tool call's time limit.
+    #[serde(serialize_with = "serialize_secs")]
+    pub timeout: Duration,
+    /// Output kept per call, in bytes.
+    pub max_output_bytes: u64,
+    /// Output kept per call, in lines.
+    pub max_output_lines: u64,
+}
+
+fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        // Pi's DEFAULT_MAX_BYTES / DEFAULT_MAX_LINES.
+        Limits {
+            timeout: Duration::from_secs(120),
+            max_output_bytes: 51_200,
+            max_output_lines: 2000,
+        }
+    }
+}
+
+/// One immutable, compiled policy: every rule of every layer, ready to decide.
+///
+/// It is shared behind an `Arc` and swapped whole on reload, so a batch keeps
+/// the snapshot it started with.
+#[derive(Debug)]
+pub struct CompiledPolicy {
+    /// A short hash of every source file, logged with each decision so an
+    /// operator can tell which policy version made it.
+    pub version: String,
+    /// The files it was compiled from.
+    pub files: Vec<String>,
+    /// Manifests and the active set.
+    pub tools: tools::ToolSet,
+    /// Path confinement.
+    pub paths: paths::PathRules,
+    /// Command lists.
+    pub commands: commands::CommandRules,
+    /// Argument rules.
+    pub rules: rules::RuleSet,
+    /// Decision for tools no manifest describes.
+    pub unknown_tools: UnknownToolDecision,
+    /// Tools whose successful call ends the batch.
+    pub terminate_tools: Vec<String>,
+    /// Secret redaction for output.
+    pub redactor: Redactor,
+    /// Output and time limits.
+    pub limits: Limits,
+}

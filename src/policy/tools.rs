@@ -1,0 +1,103 @@
+//! Tool manifests and the active-tool set.
+//!
+//! A tool that is not active does not exist for the model: it is not listed,
+//! and a call to it gets `Tool NAME not found`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::Access;
+use crate::config::manifest::{Manifest, PathAccess};
+
+/// The built-in implementations a manifest may name.
+pub const BUILTINS: &[&str] = &["read", "write", "edit", "bash", "grep", "find", "ls"];
+
+/// One tool, as its manifest declares it.
+#[derive(Clone, Debug)]
+pub struct ToolInfo {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The file it came from.
+    pub file: String,
+    /// Arguments that name files, with how the tool touches them.
+    pub path_args: Vec<(String, Access)>,
+    /// The argument that holds a shell command, if any.
+    pub command_arg: Option<String>,
+}
+
+impl ToolInfo {
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        self.manifest.name.get_ref()
+    }
+
+    /// The JSON Schema of its arguments.
+    pub fn schema(&self) -> &Value {
+        &self.manifest.parameters
+    }
+
+    /// The JSON types `arg` may take according to the schema: `None` when the
+    /// schema has no such property, an empty list when it does not say.
+    pub fn arg_types(&self, arg: &str) -> Option<Vec<String>> {
+        let prop = self.manifest.parameters.get("properties")?.get(arg)?;
+        Some(schema_types(prop))
+    }
+}
+
+fn schema_types(schema: &Value) -> Vec<String> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str().map(String::from)).collect(),
+        _ => {
+            let mut out = Vec::new();
+            for key in ["anyOf", "oneOf"] {
+                if let Some(Value::Array(alts)) = schema.get(key) {
+                    for alt in alts {
+                        let ts = schema_types(alt);
+                        if ts.is_empty() {
+                            return Vec::new();
+                        }
+                        out.extend(ts);
+                    }
+                }
+            }
+            out
+        }
+    }
+}
+
+impl From<PathAccess> for Access {
+    fn from(a: PathAccess) -> Access {
+        match a {
+            PathAccess::Read => Access::Read,
+            PathAccess::Write => Access::Write,
+        }
+    }
+}
+
+/// Every manifest, and which of them are active.
+#[derive(Clone, Debug, Default)]
+pub struct ToolSet {
+    /// All tools a manifest describes, by name.
+    pub tools: BTreeMap<String, ToolInfo>,
+    /// The active tools, in the order the policy lists them.
+    pub active: Vec<String>,
+}
+
+impl ToolSet {
+    /// A tool by name, active or not.
+    pub fn get(&self, name: &str) -> Option<&ToolInfo> {
+        self.tools.get(name)
+    }
+
+    /// True when the model may call `name`.
+    pub fn is_active(&self, name: &str) -> bool {
+        self.active.iter().any(|a| a == name)
+    }
+
+    /// The active tools in their fixed order (what `tools/list` shows).
+    pub fn active_tools(&self) -> impl Iterator<Item = &ToolInfo> {
+        self.active.iter().filter_map(|n| self.tools.get(n))
+    }
+}
