@@ -22,7 +22,10 @@ pub use policy::{compile, CompileOptions, CompiledPolicy, Decision, ToolCall, Ve
 
 /// Loads and compiles in one step: what every front-end does at start-up and
 /// on reload.
-pub fn load_policy(paths: &ConfigPaths, options: &CompileOptions) -> Result<CompiledPolicy, Diagnostics> {
+pub fn load_policy(
+    paths: &ConfigPaths,
+    options: &CompileOptions,
+) -> Result<CompiledPolicy, Diagnostics> {
     let loaded = config::load(paths)?;
     compile(&loaded, options)
 }

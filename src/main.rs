@@ -14,7 +14,11 @@ use toolgate::config::{self, ConfigPaths};
 use toolgate::{compile, CompileOptions, CompiledPolicy, ToolCall, Workspace};
 
 #[derive(Parser)]
-#[command(name = "toolgate", version, about = "A declarative policy-and-tool gateway for AI agents")]
+#[command(
+    name = "toolgate",
+    version,
+    about = "A declarative policy-and-tool gateway for AI agents"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -89,7 +93,10 @@ struct ConfigArgs {
 
 impl ConfigArgs {
     fn paths(&self) -> ConfigPaths {
-        ConfigPaths { policies: self.policies.clone(), manifests: self.manifests.clone() }
+        ConfigPaths {
+            policies: self.policies.clone(),
+            manifests: self.manifests.clone(),
+        }
     }
 }
 
@@ -112,10 +119,20 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check { config, format } => check(&config, format),
-        Command::Test { config, workspace, tests } => test(&config, &workspace, &tests),
-        Command::Eval { config, workspace, profile, tool, args, call, calls } => {
-            eval(&config, &workspace, profile, tool, args, call, calls)
-        }
+        Command::Test {
+            config,
+            workspace,
+            tests,
+        } => test(&config, &workspace, &tests),
+        Command::Eval {
+            config,
+            workspace,
+            profile,
+            tool,
+            args,
+            call,
+            calls,
+        } => eval(&config, &workspace, profile, tool, args, call, calls),
         Command::Redact { policies } => redact(policies),
         Command::Schema { kind } => schema(kind),
     }
@@ -129,13 +146,27 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 fn load(config: &ConfigArgs, profile: Option<String>) -> Result<CompiledPolicy, ExitCode> {
     toolgate::load_policy(&config.paths(), &CompileOptions { profile }).map_err(|d| {
         eprint!("{}", d.to_human());
-        eprintln!("toolgate: the policy did not load ({} error{})", d.len(), if d.len() == 1 { "" } else { "s" });
+        eprintln!(
+            "toolgate: the policy did not load ({} error{})",
+            d.len(),
+            if d.len() == 1 { "" } else { "s" }
+        );
         ExitCode::from(EXIT_USAGE)
     })
 }
 
 fn check(config: &ConfigArgs, format: Format) -> ExitCode {
-    let result = config::load(&config.paths()).and_then(|loaded| compile(&loaded, &CompileOptions::default()));
+    // Compile whatever loaded even when some files did not, so one run shows
+    // every problem of every file.
+    let (loaded, mut diags) = config::load_all(&config.paths());
+    let result = match compile(&loaded, &CompileOptions::default()) {
+        Ok(p) if diags.is_empty() => Ok(p),
+        Ok(_) => Err(diags),
+        Err(more) => {
+            diags.extend(more);
+            Err(diags)
+        }
+    };
     let mut out = std::io::stdout().lock();
     match (&result, format) {
         (Ok(p), Format::Human | Format::Github) => {
@@ -152,17 +183,28 @@ fn check(config: &ConfigArgs, format: Format) -> ExitCode {
         }
         (Err(d), Format::Human) => {
             let _ = write!(out, "{}", d.to_human());
-            let _ = writeln!(out, "{} error{}", d.len(), if d.len() == 1 { "" } else { "s" });
+            let _ = writeln!(
+                out,
+                "{} error{}",
+                d.len(),
+                if d.len() == 1 { "" } else { "s" }
+            );
         }
         (Err(d), Format::Github) => {
             let _ = write!(out, "{}", d.to_github());
         }
         (_, Format::Json) => {
             let json = match &result {
-                Ok(p) => serde_json::json!({"ok": true, "version": p.version, "files": p.files, "active_tools": p.tools.active, "errors": []}),
+                Ok(p) => {
+                    serde_json::json!({"ok": true, "version": p.version, "files": p.files, "active_tools": p.tools.active, "errors": []})
+                }
                 Err(d) => serde_json::json!({"ok": false, "errors": d.0}),
             };
-            let _ = writeln!(out, "{}", serde_json::to_string_pretty(&json).unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&json).unwrap_or_default()
+            );
         }
     }
     if result.is_ok() {
@@ -178,13 +220,24 @@ fn test(config: &ConfigArgs, workspace: &Path, tests: &[PathBuf]) -> ExitCode {
         Err(code) => return code,
     };
     let files: Vec<PathBuf> = if tests.is_empty() {
-        let dir = config.policies.clone().unwrap_or_else(|| PathBuf::from("policies")).join("tests");
+        let dir = config
+            .policies
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("policies"))
+            .join("tests");
         let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml")).collect())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+                    .collect()
+            })
             .unwrap_or_default();
         found.sort();
         if found.is_empty() {
-            return usage_error(format!("no test files given and none found in {}", dir.display()));
+            return usage_error(format!(
+                "no test files given and none found in {}",
+                dir.display()
+            ));
         }
         found
     } else {
@@ -196,7 +249,12 @@ fn test(config: &ConfigArgs, workspace: &Path, tests: &[PathBuf]) -> ExitCode {
             Ok(f) => f,
             Err(e) => return usage_error(e),
         };
-        let results = match toolgate::testing::run_test_file(&policy, &path.display().to_string(), &file, workspace) {
+        let results = match toolgate::testing::run_test_file(
+            &policy,
+            &path.display().to_string(),
+            &file,
+            workspace,
+        ) {
             Ok(r) => r,
             Err(e) => return usage_error(e),
         };
@@ -229,7 +287,9 @@ fn read_input(path: &Path) -> std::io::Result<String> {
 }
 
 fn parse_call(text: &str) -> Result<ToolCall, String> {
-    let call: ToolCall = serde_json::from_str(text).map_err(|e| format!("invalid call: {e}; expected {{\"name\": …, \"arguments\": {{…}}}}"))?;
+    let call: ToolCall = serde_json::from_str(text).map_err(|e| {
+        format!("invalid call: {e}; expected {{\"name\": …, \"arguments\": {{…}}}}")
+    })?;
     if !call.arguments.is_object() {
         return Err("`arguments` must be a JSON object".to_string());
     }
@@ -248,11 +308,22 @@ fn eval(
     // Parse every call before deciding any, so a bad line never leaves half an answer.
     let parsed: Vec<ToolCall> = match (tool, args, call, calls) {
         (Some(name), Some(args), None, None) => match serde_json::from_str::<Value>(&args) {
-            Ok(arguments @ Value::Object(_)) => vec![ToolCall { id: String::new(), name, arguments }],
-            Ok(_) => return usage_error("--args must be a JSON object, e.g. '{\"path\": \"src/main.rs\"}'"),
+            Ok(arguments @ Value::Object(_)) => vec![ToolCall {
+                id: String::new(),
+                name,
+                arguments,
+            }],
+            Ok(_) => {
+                return usage_error(
+                    "--args must be a JSON object, e.g. '{\"path\": \"src/main.rs\"}'",
+                )
+            }
             Err(e) => return usage_error(format!("--args is not valid JSON: {e}")),
         },
-        (None, None, Some(file), None) => match read_input(&file).map_err(|e| e.to_string()).and_then(|t| parse_call(&t)) {
+        (None, None, Some(file), None) => match read_input(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse_call(&t))
+        {
             Ok(c) => vec![c],
             Err(e) => return usage_error(format!("{}: {e}", file.display())),
         },
@@ -262,7 +333,11 @@ fn eval(
                 Err(e) => return usage_error(format!("{}: {e}", file.display())),
             };
             let mut out = Vec::new();
-            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
                 match parse_call(line) {
                     Ok(c) => out.push(c),
                     Err(e) => return usage_error(format!("{}:{}: {e}", file.display(), i + 1)),
@@ -270,7 +345,11 @@ fn eval(
             }
             out
         }
-        _ => return usage_error("give one of --tool NAME --args JSON, --call FILE or --calls FILE.jsonl"),
+        _ => {
+            return usage_error(
+                "give one of --tool NAME --args JSON, --call FILE or --calls FILE.jsonl",
+            )
+        }
     };
     let policy = match load(config, profile) {
         Ok(p) => p,
@@ -292,7 +371,10 @@ fn eval(
 }
 
 fn redact(policies: Option<PathBuf>) -> ExitCode {
-    let config = ConfigArgs { policies, manifests: None };
+    let config = ConfigArgs {
+        policies,
+        manifests: None,
+    };
     let policy = match load(&config, None) {
         Ok(p) => p,
         Err(code) => return code,
@@ -302,7 +384,10 @@ fn redact(policies: Option<PathBuf>) -> ExitCode {
         return usage_error(format!("stdin: {e} (toolgate redact reads UTF-8 text)"));
     }
     let mut out = std::io::stdout().lock();
-    if out.write_all(policy.redactor.redact(&input).as_bytes()).is_err() {
+    if out
+        .write_all(policy.redactor.redact(&input).as_bytes())
+        .is_err()
+    {
         return ExitCode::from(EXIT_USAGE);
     }
     ExitCode::SUCCESS
@@ -313,6 +398,9 @@ fn schema(kind: SchemaKind) -> ExitCode {
         SchemaKind::Policy => schemars::schema_for!(toolgate::config::PolicyFile),
         SchemaKind::Manifest => schemars::schema_for!(toolgate::config::Manifest),
     };
-    println!("{}", serde_json::to_string_pretty(&schema).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&schema).unwrap_or_default()
+    );
     ExitCode::SUCCESS
 }

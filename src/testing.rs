@@ -79,34 +79,48 @@ pub struct CaseResult {
 
 /// Reads a test file; errors carry `FILE:LINE:COL`.
 pub fn read_test_file(path: &Path) -> Result<TestFile, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     serde_yaml::from_str(&text).map_err(|e| {
         let (line, col) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
-        format!("{}:{line}:{col}: error: invalid test file: {e}", path.display())
+        format!(
+            "{}:{line}:{col}: error: invalid test file: {e}",
+            path.display()
+        )
     })
 }
 
 /// Runs every case of `file` against `policy`. Cases run in a scratch
 /// workspace when the file lists `files` or `symlinks`, else in `workspace`.
-pub fn run_test_file(policy: &CompiledPolicy, name: &str, file: &TestFile, workspace: &Path) -> Result<Vec<CaseResult>, String> {
+pub fn run_test_file(
+    policy: &CompiledPolicy,
+    name: &str,
+    file: &TestFile,
+    workspace: &Path,
+) -> Result<Vec<CaseResult>, String> {
     let scratch;
     let root: PathBuf = if file.files.is_empty() && file.symlinks.is_empty() {
         workspace.to_path_buf()
     } else {
-        scratch = tempfile::tempdir().map_err(|e| format!("cannot create a scratch workspace: {e}"))?;
+        scratch =
+            tempfile::tempdir().map_err(|e| format!("cannot create a scratch workspace: {e}"))?;
         for (rel, contents) in &file.files {
             let p = scratch.path().join(rel);
             if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| format!("{name}: cannot create `{rel}`: {e}"))?;
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("{name}: cannot create `{rel}`: {e}"))?;
             }
-            std::fs::write(&p, contents).map_err(|e| format!("{name}: cannot create `{rel}`: {e}"))?;
+            std::fs::write(&p, contents)
+                .map_err(|e| format!("{name}: cannot create `{rel}`: {e}"))?;
         }
         for (link, target) in &file.symlinks {
             let p = scratch.path().join(link);
             if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| format!("{name}: cannot create `{link}`: {e}"))?;
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("{name}: cannot create `{link}`: {e}"))?;
             }
-            std::os::unix::fs::symlink(target, &p).map_err(|e| format!("{name}: cannot create symlink `{link}`: {e}"))?;
+            std::os::unix::fs::symlink(target, &p)
+                .map_err(|e| format!("{name}: cannot create symlink `{link}`: {e}"))?;
         }
         scratch.path().to_path_buf()
     };
@@ -114,11 +128,19 @@ pub fn run_test_file(policy: &CompiledPolicy, name: &str, file: &TestFile, works
     let mut out = Vec::new();
     for case in &file.tests {
         let args = expand_placeholders(&Value::Object(case.args.clone()));
-        let call = ToolCall { id: case.name.clone(), name: case.tool.clone(), arguments: args };
+        let call = ToolCall {
+            id: case.name.clone(),
+            name: case.tool.clone(),
+            arguments: args,
+        };
         let verdict = policy.evaluate(&ws, &call);
         let mut problems = Vec::new();
         if verdict.decision != case.decision {
-            problems.push(format!("expected {}, got {}", case.decision.as_str(), verdict.decision.as_str()));
+            problems.push(format!(
+                "expected {}, got {}",
+                case.decision.as_str(),
+                verdict.decision.as_str()
+            ));
         }
         if let Some(want) = &case.rule {
             if &verdict.rule != want {
@@ -142,7 +164,11 @@ pub fn run_test_file(policy: &CompiledPolicy, name: &str, file: &TestFile, works
                 verdict.reason
             )
         });
-        out.push(CaseResult { file: name.to_string(), name: case.name.clone(), failure });
+        out.push(CaseResult {
+            file: name.to_string(),
+            name: case.name.clone(),
+            failure,
+        });
     }
     Ok(out)
 }

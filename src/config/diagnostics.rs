@@ -54,7 +54,11 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: error: {}", self.file, self.line, self.col, self.message)?;
+        write!(
+            f,
+            "{}:{}:{}: error: {}",
+            self.file, self.line, self.col, self.message
+        )?;
         if let Some(help) = &self.help {
             write!(f, "\n  help: {help}")?;
         }
@@ -145,7 +149,9 @@ impl From<Diagnostic> for Diagnostics {
 
 // GitHub's workflow-command escaping: data and property values differ.
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn escape_property(s: &str) -> String {
@@ -193,6 +199,9 @@ mod tests {
     fn github_format_escapes_newlines_and_commas() {
         let d = Diagnostic::new("a,b.yaml", Position { line: 3, col: 5 }, "bad\nthing");
         let out = Diagnostics(vec![d]).to_github();
-        assert_eq!(out, "::error file=a%2Cb.yaml,line=3,col=5,title=toolgate::bad%0Athing\n");
+        assert_eq!(
+            out,
+            "::error file=a%2Cb.yaml,line=3,col=5,title=toolgate::bad%0Athing\n"
+        );
     }
 }

@@ -12,5 +12,8 @@ pub const MANIFESTS: &[(&str, &str)] = &[
     ("grep.toml", include_str!("../../tool-manifests/grep.toml")),
     ("ls.toml", include_str!("../../tool-manifests/ls.toml")),
     ("read.toml", include_str!("../../tool-manifests/read.toml")),
-    ("write.toml", include_str!("../../tool-manifests/write.toml")),
+    (
+        "write.toml",
+        include_str!("../../tool-manifests/write.toml"),
+    ),
 ];

@@ -95,6 +95,17 @@ pub const BUILTIN_DEFAULT: &str = "builtin:default";
 
 /// Reads and parses every policy and manifest file, reporting all problems.
 pub fn load(paths: &ConfigPaths) -> Result<Loaded, Diagnostics> {
+    let (loaded, diags) = load_all(paths);
+    if diags.is_empty() {
+        Ok(loaded)
+    } else {
+        Err(diags)
+    }
+}
+
+/// Like [`load`], but also returns what did load next to the problems, so
+/// `toolgate check` can go on to compile it and report the compile errors too.
+pub fn load_all(paths: &ConfigPaths) -> (Loaded, Diagnostics) {
     let mut diags = Diagnostics::default();
     let mut loaded = Loaded::default();
 
@@ -136,11 +147,7 @@ pub fn load(paths: &ConfigPaths) -> Result<Loaded, Diagnostics> {
         }
     }
 
-    if diags.is_empty() {
-        Ok(loaded)
-    } else {
-        Err(diags)
-    }
+    (loaded, diags)
 }
 
 fn push_manifest(file: SourceFile, out: &mut Vec<LoadedManifest>, diags: &mut Diagnostics) {
@@ -199,8 +206,12 @@ fn load_policy_file(
         let parent_path = path.parent().unwrap_or(Path::new(".")).join(parent);
         if depth + 1 >= MAX_EXTENDS_DEPTH {
             diags.push(
-                Diagnostic::new(&file.name, at, format!("`extends` chain deeper than {MAX_EXTENDS_DEPTH} files at `{parent}`"))
-                    .with_help("flatten the chain, or check it for a cycle"),
+                Diagnostic::new(
+                    &file.name,
+                    at,
+                    format!("`extends` chain deeper than {MAX_EXTENDS_DEPTH} files at `{parent}`"),
+                )
+                .with_help("flatten the chain, or check it for a cycle"),
             );
             continue;
         }
@@ -212,10 +223,23 @@ fn load_policy_file(
             continue;
         }
         let canonical = parent_path.canonicalize().unwrap_or(parent_path.clone());
-        if seen.contains(&canonical) && !layers.iter().any(|l| l.file.path.as_deref().and_then(|p| p.canonicalize().ok()).as_ref() == Some(&canonical)) {
+        if seen.contains(&canonical)
+            && !layers.iter().any(|l| {
+                l.file
+                    .path
+                    .as_deref()
+                    .and_then(|p| p.canonicalize().ok())
+                    .as_ref()
+                    == Some(&canonical)
+            })
+        {
             diags.push(
-                Diagnostic::new(&file.name, at, format!("`extends` cycle: `{parent}` extends this file again"))
-                    .with_help("remove one of the `extends` entries that form the cycle"),
+                Diagnostic::new(
+                    &file.name,
+                    at,
+                    format!("`extends` cycle: `{parent}` extends this file again"),
+                )
+                .with_help("remove one of the `extends` entries that form the cycle"),
             );
             continue;
         }
@@ -245,14 +269,25 @@ fn list_files(dir_or_file: &Path, extensions: &[&str], diags: &mut Diagnostics) 
                 && p.extension()
                     .and_then(|e| e.to_str())
                     .is_some_and(|e| extensions.contains(&e))
-                && !p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'))
+                && !p
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with('.'))
         })
         .collect();
     files.sort();
     if files.is_empty() {
         diags.push(
-            Diagnostic::new(&dir_or_file.display().to_string(), Position::default(), format!("no `*.{}` files in `{}`", extensions[0], dir_or_file.display()))
-                .with_help("add files, or leave the flag out to use the embedded defaults"),
+            Diagnostic::new(
+                &dir_or_file.display().to_string(),
+                Position::default(),
+                format!(
+                    "no `*.{}` files in `{}`",
+                    extensions[0],
+                    dir_or_file.display()
+                ),
+            )
+            .with_help("add files, or leave the flag out to use the embedded defaults"),
         );
     }
     files
@@ -261,8 +296,12 @@ fn list_files(dir_or_file: &Path, extensions: &[&str], diags: &mut Diagnostics) 
 fn read_file(path: &Path, max: usize, diags: &mut Diagnostics) -> Option<SourceFile> {
     let name = path.display().to_string();
     let too_big = |len: u64| {
-        Diagnostic::new(&name, Position::default(), format!("file is {len} bytes; the limit is {max}"))
-            .with_help("split it into smaller files joined with `extends`")
+        Diagnostic::new(
+            &name,
+            Position::default(),
+            format!("file is {len} bytes; the limit is {max}"),
+        )
+        .with_help("split it into smaller files joined with `extends`")
     };
     match std::fs::metadata(path) {
         Ok(m) if m.len() > max as u64 => {
@@ -270,7 +309,11 @@ fn read_file(path: &Path, max: usize, diags: &mut Diagnostics) -> Option<SourceF
             return None;
         }
         Err(e) => {
-            diags.push(Diagnostic::new(&name, Position::default(), format!("cannot read: {e}")));
+            diags.push(Diagnostic::new(
+                &name,
+                Position::default(),
+                format!("cannot read: {e}"),
+            ));
             return None;
         }
         Ok(_) => {}
@@ -283,13 +326,23 @@ fn read_file(path: &Path, max: usize, diags: &mut Diagnostics) -> Option<SourceF
                 text,
             }),
             Err(e) => {
-                let pos = parse::position_of(&String::from_utf8_lossy(e.as_bytes()), e.utf8_error().valid_up_to());
-                diags.push(Diagnostic::new(&name, pos, "file is not valid UTF-8").with_help("save it as UTF-8"));
+                let pos = parse::position_of(
+                    &String::from_utf8_lossy(e.as_bytes()),
+                    e.utf8_error().valid_up_to(),
+                );
+                diags.push(
+                    Diagnostic::new(&name, pos, "file is not valid UTF-8")
+                        .with_help("save it as UTF-8"),
+                );
                 None
             }
         },
         Err(e) => {
-            diags.push(Diagnostic::new(&name, Position::default(), format!("cannot read: {e}")));
+            diags.push(Diagnostic::new(
+                &name,
+                Position::default(),
+                format!("cannot read: {e}"),
+            ));
             None
         }
     }

@@ -17,8 +17,14 @@ pub fn position_of(text: &str, byte: usize) -> Position {
     let byte = byte.min(text.len());
     let before = &text.as_bytes()[..byte];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let col = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let col = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
     Position { line, col }
 }
 
@@ -46,31 +52,46 @@ pub fn policy(file: &SourceFile) -> Result<(PolicyFile, SourceMap), Diagnostics>
         Err(e) => {
             let pos = e
                 .location()
-                .map(|l| Position { line: l.line(), col: l.column() })
+                .map(|l| Position {
+                    line: l.line(),
+                    col: l.column(),
+                })
                 .unwrap_or_default();
             let message = strip_location(&e.to_string());
-            let help = if message.contains("repetition limit") || message.contains("recursion limit") {
+            let help = if message.contains("repetition limit")
+                || message.contains("recursion limit")
+            {
                 "this file expands into too much data (YAML aliases or nesting); write the values out instead"
             } else {
                 "fix the YAML syntax at this position"
             };
-            return Err(Diagnostic::new(&file.name, pos, format!("invalid YAML: {message}"))
-                .with_help(help)
-                .into());
+            return Err(
+                Diagnostic::new(&file.name, pos, format!("invalid YAML: {message}"))
+                    .with_help(help)
+                    .into(),
+            );
         }
     };
     let map = SourceMap::build(&file.text);
     let Value::Mapping(root) = value else {
-        return Err(Diagnostic::new(&file.name, Position::default(), "a policy file must be a mapping with `version: 1` at the top")
-            .with_help("start the file with `version: 1`")
-            .into());
+        return Err(Diagnostic::new(
+            &file.name,
+            Position::default(),
+            "a policy file must be a mapping with `version: 1` at the top",
+        )
+        .with_help("start the file with `version: 1`")
+        .into());
     };
 
     let mut policy = PolicyFile::default();
     let mut has_version = false;
     for (key, value) in root {
         let Some(key) = key.as_str().map(str::to_string) else {
-            diags.push(Diagnostic::new(&file.name, Position::default(), "top-level keys must be strings"));
+            diags.push(Diagnostic::new(
+                &file.name,
+                Position::default(),
+                "top-level keys must be strings",
+            ));
             continue;
         };
         let ok = match key.as_str() {
@@ -78,18 +99,26 @@ pub fn policy(file: &SourceFile) -> Result<(PolicyFile, SourceMap), Diagnostics>
                 has_version = true;
                 section(file, &map, "version", value, &mut diags).map(|v| policy.version = v)
             }
-            "extends" => section(file, &map, "extends", value, &mut diags).map(|v| policy.extends = v),
+            "extends" => {
+                section(file, &map, "extends", value, &mut diags).map(|v| policy.extends = v)
+            }
             "tools" => section(file, &map, "tools", value, &mut diags).map(|v| policy.tools = v),
             "paths" => section(file, &map, "paths", value, &mut diags).map(|v| policy.paths = v),
-            "commands" => section(file, &map, "commands", value, &mut diags).map(|v| policy.commands = v),
+            "commands" => {
+                section(file, &map, "commands", value, &mut diags).map(|v| policy.commands = v)
+            }
             "redact" => section(file, &map, "redact", value, &mut diags).map(|v| policy.redact = v),
-            "terminate" => section(file, &map, "terminate", value, &mut diags).map(|v| policy.terminate = v),
+            "terminate" => {
+                section(file, &map, "terminate", value, &mut diags).map(|v| policy.terminate = v)
+            }
             "limits" => section(file, &map, "limits", value, &mut diags).map(|v| policy.limits = v),
             "rules" => {
                 match value {
                     Value::Sequence(items) => {
                         for (i, item) in items.into_iter().enumerate() {
-                            if let Some(rule) = section(file, &map, &format!("rules.{i}"), item, &mut diags) {
+                            if let Some(rule) =
+                                section(file, &map, &format!("rules.{i}"), item, &mut diags)
+                            {
                                 policy.rules.push(rule);
                             }
                         }
@@ -103,7 +132,11 @@ pub fn policy(file: &SourceFile) -> Result<(PolicyFile, SourceMap), Diagnostics>
                 Some(())
             }
             other => {
-                let mut d = Diagnostic::new(&file.name, map.key(other), format!("unknown field `{other}`"));
+                let mut d = Diagnostic::new(
+                    &file.name,
+                    map.key(other),
+                    format!("unknown field `{other}`"),
+                );
                 d = match did_you_mean(other, POLICY_FIELDS) {
                     Some(s) => d.with_help(format!("did you mean `{s}`?")),
                     None => d.with_help(format!("expected one of {}", quote_list(POLICY_FIELDS))),
@@ -121,8 +154,12 @@ pub fn policy(file: &SourceFile) -> Result<(PolicyFile, SourceMap), Diagnostics>
         );
     } else if has_version && policy.version != 1 {
         diags.push(
-            Diagnostic::new(&file.name, map.value("version"), format!("unsupported version {}", policy.version))
-                .with_help("this toolgate reads `version: 1`"),
+            Diagnostic::new(
+                &file.name,
+                map.value("version"),
+                format!("unsupported version {}", policy.version),
+            )
+            .with_help("this toolgate reads `version: 1`"),
         );
     }
     if diags.is_empty() {
@@ -155,7 +192,12 @@ fn section<T: DeserializeOwned>(
                 path.push('.');
                 path.push_str(&s);
             }
-            diags.push(describe_serde_error(file, map, &path, &e.into_inner().to_string()));
+            diags.push(describe_serde_error(
+                file,
+                map,
+                &path,
+                &e.into_inner().to_string(),
+            ));
             None
         }
     }
@@ -171,34 +213,58 @@ fn describe_serde_error(file: &SourceFile, map: &SourceMap, path: &str, raw: &st
             .nth(1)
             .map(|e| e.split('`').skip(1).step_by(2).collect())
             .unwrap_or_default();
-        let pos = map.key(&format!("{path}.{field}"));
-        let mut d = Diagnostic::new(&file.name, pos, format!("unknown field `{field}` in `{shown}`"));
+        // serde_path_to_error's path already ends at the unknown field.
+        let parent = path.strip_suffix(&format!(".{field}")).unwrap_or(path);
+        let pos = map.key(&format!("{parent}.{field}"));
+        let mut d = Diagnostic::new(
+            &file.name,
+            pos,
+            format!("unknown field `{field}` in `{}`", display_path(parent)),
+        );
         d = match did_you_mean(field, &expected) {
             Some(s) => d.with_help(format!("did you mean `{s}`?")),
-            None if !expected.is_empty() => d.with_help(format!("expected one of {}", quote_list(&expected))),
+            None if !expected.is_empty() => {
+                d.with_help(format!("expected one of {}", quote_list(&expected)))
+            }
             None => d.with_help("remove it"),
         };
         return d;
     }
     if let Some(rest) = message.strip_prefix("missing field `") {
         let field = rest.split('`').next().unwrap_or_default();
-        return Diagnostic::new(&file.name, map.value(path), format!("`{shown}` is missing the required field `{field}`"))
-            .with_help(format!("add `{field}:`"));
+        return Diagnostic::new(
+            &file.name,
+            map.value(path),
+            format!("`{shown}` is missing the required field `{field}`"),
+        )
+        .with_help(format!("add `{field}:`"));
     }
     if message.starts_with("unknown variant `") {
-        return Diagnostic::new(&file.name, map.value(path), format!("invalid value at `{shown}`: {message}"))
-            .with_help("use one of the listed values");
+        return Diagnostic::new(
+            &file.name,
+            map.value(path),
+            format!("invalid value at `{shown}`: {message}"),
+        )
+        .with_help("use one of the listed values");
     }
     if message.contains("did not match any variant of untagged enum CommandEntry") {
         return Diagnostic::new(&file.name, map.value(path), format!("invalid command entry at `{shown}`"))
             .with_help("write a pattern string such as `\"git push\"` (quote words YAML reads as booleans or numbers, like `\"true\"`), or `{ pattern: \"git push\", id: …, reason: … }`");
     }
     if message.contains("did not match any variant of untagged enum ByteSize") {
-        return Diagnostic::new(&file.name, map.value(path), format!("invalid size at `{shown}`"))
-            .with_help("write a number of bytes or a size such as `1MB`");
+        return Diagnostic::new(
+            &file.name,
+            map.value(path),
+            format!("invalid size at `{shown}`"),
+        )
+        .with_help("write a number of bytes or a size such as `1MB`");
     }
-    Diagnostic::new(&file.name, map.value(path), format!("invalid value at `{shown}`: {message}"))
-        .with_help("see `toolgate schema policy` for the format")
+    Diagnostic::new(
+        &file.name,
+        map.value(path),
+        format!("invalid value at `{shown}`: {message}"),
+    )
+    .with_help("see `toolgate schema policy` for the format")
 }
 
 fn strip_location(message: &str) -> String {
@@ -210,13 +276,20 @@ fn strip_location(message: &str) -> String {
 }
 
 fn quote_list(items: &[&str]) -> String {
-    items.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+    items
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Parses a tool manifest.
 pub fn manifest(file: &SourceFile) -> Result<Manifest, Diagnostics> {
     toml::from_str::<Manifest>(&file.text).map_err(|e| {
-        let pos = e.span().map(|s| position_of(&file.text, s.start)).unwrap_or_default();
+        let pos = e
+            .span()
+            .map(|s| position_of(&file.text, s.start))
+            .unwrap_or_default();
         let message = e.message().trim().to_string();
         let help = if let Some(rest) = message.strip_prefix("unknown field `") {
             let field = rest.split('`').next().unwrap_or_default();
@@ -243,7 +316,11 @@ mod tests {
     use super::*;
 
     fn src(text: &str) -> SourceFile {
-        SourceFile { name: "p.yaml".into(), path: None, text: text.into() }
+        SourceFile {
+            name: "p.yaml".into(),
+            path: None,
+            text: text.into(),
+        }
     }
 
     #[test]
@@ -252,11 +329,20 @@ mod tests {
         let err = policy(&src(text)).unwrap_err();
         let rendered = err.to_human();
         assert_eq!(err.len(), 3, "{rendered}");
-        assert!(rendered.contains("p.yaml:2:1: error: unknown field `comands`"), "{rendered}");
+        assert!(
+            rendered.contains("p.yaml:2:1: error: unknown field `comands`"),
+            "{rendered}"
+        );
         assert!(rendered.contains("did you mean `commands`?"), "{rendered}");
-        assert!(rendered.contains("p.yaml:6:3: error: unknown field `denny` in `paths`"), "{rendered}");
+        assert!(
+            rendered.contains("p.yaml:6:3: error: unknown field `denny` in `paths`"),
+            "{rendered}"
+        );
         assert!(rendered.contains("did you mean `deny`?"), "{rendered}");
-        assert!(rendered.contains("p.yaml:9:5: error: unknown field `whn` in `rules[0]`"), "{rendered}");
+        assert!(
+            rendered.contains("p.yaml:9:5: error: unknown field `whn` in `rules[0]`"),
+            "{rendered}"
+        );
     }
 
     #[test]
@@ -277,17 +363,31 @@ mod tests {
             ));
         }
         let err = policy(&src(&text)).unwrap_err();
-        assert!(err.to_human().contains("too much data") || err.to_human().contains("unknown field"), "{err}");
-        assert!(err.to_human().contains("repetition limit") || err.to_human().contains("recursion"), "{err}");
+        assert!(
+            err.to_human().contains("too much data") || err.to_human().contains("unknown field"),
+            "{err}"
+        );
+        assert!(
+            err.to_human().contains("repetition limit") || err.to_human().contains("recursion"),
+            "{err}"
+        );
     }
 
     #[test]
     fn manifest_errors_point_at_the_key() {
         let text = "name = \"x\"\ndescription = \"d\"\nimplementation = { builtin = \"read\" }\nparameters = { type = \"object\" }\nexecution_mod = \"parallel\"\n";
-        let file = SourceFile { name: "x.toml".into(), path: None, text: text.into() };
+        let file = SourceFile {
+            name: "x.toml".into(),
+            path: None,
+            text: text.into(),
+        };
         let err = manifest(&file).unwrap_err();
         let d = &err.0[0];
         assert_eq!((d.line, d.col), (5, 1), "{d}");
-        assert_eq!(d.help.as_deref(), Some("did you mean `execution_mode`?"), "{d}");
+        assert_eq!(
+            d.help.as_deref(),
+            Some("did you mean `execution_mode`?"),
+            "{d}"
+        );
     }
 }

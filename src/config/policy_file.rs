@@ -11,7 +11,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The three decisions a before-rule can make.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     /// The call runs.
@@ -35,7 +37,9 @@ impl Decision {
 
 /// What a call to a tool that no manifest describes gets (hook mode: the
 /// agent CLI's own tools, such as `TodoWrite`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum UnknownToolDecision {
     /// Say nothing and let the agent CLI decide.
@@ -83,7 +87,15 @@ pub struct PolicyFile {
 
 /// The top-level keys of a policy file, for "did you mean" hints.
 pub const POLICY_FIELDS: &[&str] = &[
-    "version", "extends", "tools", "paths", "commands", "rules", "redact", "terminate", "limits",
+    "version",
+    "extends",
+    "tools",
+    "paths",
+    "commands",
+    "rules",
+    "redact",
+    "terminate",
+    "limits",
 ];
 
 /// `tools:` — the active-tool set and named profiles.
@@ -331,9 +343,11 @@ pub fn parse_byte_size(text: &str) -> Result<u64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size; write a number with an optional unit, like `1MB` or `512KB`"))?;
+    let value: f64 = num.parse().map_err(|_| {
+        format!(
+            "`{text}` is not a size; write a number with an optional unit, like `1MB` or `512KB`"
+        )
+    })?;
     let factor: u64 = match unit.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 1,
         "K" | "KB" | "KIB" => 1 << 10,
@@ -370,7 +384,9 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         }
     };
     if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 {
-        return Err(format!("duration `{text}` must be more than 0 and at most 24h"));
+        return Err(format!(
+            "duration `{text}` must be more than 0 and at most 24h"
+        ));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
 }

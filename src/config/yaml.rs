@@ -47,7 +47,10 @@ impl SourceMap {
             };
             let is_node = matches!(
                 event,
-                Event::Scalar(..) | Event::SequenceStart(..) | Event::MappingStart(..) | Event::Alias(_)
+                Event::Scalar(..)
+                    | Event::SequenceStart(..)
+                    | Event::MappingStart(..)
+                    | Event::Alias(_)
             );
             let mut node_path = None;
             if is_node {
@@ -139,7 +142,7 @@ mod tests {
     #[test]
     fn finds_nested_values_and_keys() {
         let map = SourceMap::build(DOC);
-        assert_eq!(map.value("tools.active.1"), Position { line: 3, col: 17 });
+        assert_eq!(map.value("tools.active.1"), Position { line: 3, col: 18 });
         assert_eq!(map.value("rules.0.tools.0"), Position { line: 6, col: 13 });
         assert_eq!(map.key("rules.1.when"), Position { line: 8, col: 5 });
         assert_eq!(map.value("rules.1.when.arg"), Position { line: 8, col: 18 });
@@ -148,7 +151,10 @@ mod tests {
     #[test]
     fn falls_back_to_the_nearest_ancestor() {
         let map = SourceMap::build(DOC);
-        assert_eq!(map.value("rules.1.when.missing.deeper"), map.value("rules.1.when"));
+        assert_eq!(
+            map.value("rules.1.when.missing.deeper"),
+            map.value("rules.1.when")
+        );
         assert_eq!(map.value("nothing"), Position { line: 1, col: 1 });
     }
 }

@@ -62,7 +62,11 @@ impl CommandRules {
     /// Judges one simple command. `None` for a wrapper (`env`, `sudo`, …) that
     /// no deny or ask pattern names: the wrapped command is judged on its own.
     pub fn judge(&self, cmd: &SimpleCommand) -> Option<Finding> {
-        if let Some(rule) = self.deny.iter().find(|r| r.pattern.matches(cmd, MatchMode::Anywhere)) {
+        if let Some(rule) = self
+            .deny
+            .iter()
+            .find(|r| r.pattern.matches(cmd, MatchMode::Anywhere))
+        {
             let reason = match &rule.reason {
                 Some(r) => format!("`{}` is denied by rule {}: {r}", shown(cmd), rule.id),
                 None => format!(
@@ -73,21 +77,37 @@ impl CommandRules {
             };
             return Some(Finding::new(Decision::Deny, rule.id.clone(), reason));
         }
-        if let Some(rule) = self.ask.iter().find(|r| r.pattern.matches(cmd, MatchMode::Anywhere)) {
+        if let Some(rule) = self
+            .ask
+            .iter()
+            .find(|r| r.pattern.matches(cmd, MatchMode::Anywhere))
+        {
             let reason = match &rule.reason {
                 Some(r) => format!("`{}` needs approval (rule {}): {r}", shown(cmd), rule.id),
-                None => format!("`{}` needs a person's approval under this policy (it matches `{}`).", shown(cmd), rule.pattern.as_str()),
+                None => format!(
+                    "`{}` needs a person's approval under this policy (it matches `{}`).",
+                    shown(cmd),
+                    rule.pattern.as_str()
+                ),
             };
             return Some(Finding::new(Decision::Ask, rule.id.clone(), reason));
         }
         if cmd.is_wrapper {
             return None;
         }
-        if let Some(rule) = self.allow.iter().find(|r| r.pattern.matches(cmd, MatchMode::Prefix)) {
+        if let Some(rule) = self
+            .allow
+            .iter()
+            .find(|r| r.pattern.matches(cmd, MatchMode::Prefix))
+        {
             return Some(Finding::new(
                 Decision::Allow,
                 rule.id.clone(),
-                format!("`{}` is allowed (it matches `{}`)", shown(cmd), rule.pattern.as_str()),
+                format!(
+                    "`{}` is allowed (it matches `{}`)",
+                    shown(cmd),
+                    rule.pattern.as_str()
+                ),
             ));
         }
         let reason = match self.default {

@@ -63,7 +63,9 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPoli
         rules,
         unknown_tools,
         terminate_tools,
-        redactor: redactor.unwrap_or_else(|| Redactor::compile(false, &[]).expect("an empty rule set always compiles")),
+        redactor: redactor.unwrap_or_else(|| {
+            Redactor::compile(false, &[]).expect("an empty rule set always compiles")
+        }),
         limits,
     })
 }
@@ -105,8 +107,15 @@ fn version_hash(loaded: &Loaded) -> String {
 fn toml_key_position(text: &str, key: &str) -> Position {
     for (i, line) in text.lines().enumerate() {
         let t = line.trim_start();
-        if t.starts_with(&format!("[{key}")) || t.starts_with(&format!("{key} ")) || t.starts_with(&format!("{key}=")) || t.starts_with(&format!("{key}.")) {
-            return Position { line: i + 1, col: line.len() - t.len() + 1 };
+        if t.starts_with(&format!("[{key}"))
+            || t.starts_with(&format!("{key} "))
+            || t.starts_with(&format!("{key}="))
+            || t.starts_with(&format!("{key}."))
+        {
+            return Position {
+                line: i + 1,
+                col: line.len() - t.len() + 1,
+            };
         }
     }
     Position { line: 1, col: 1 }
@@ -120,23 +129,51 @@ fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostics) -> ToolS
         let at_span = |span: std::ops::Range<usize>| position_of(&file.text, span.start);
         let name = m.name.get_ref().clone();
         let mut ok = true;
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') || name.len() > 64 {
-            diags.push(Diagnostic::new(&file.name, at_span(m.name.span()), format!("invalid tool name `{name}`"))
-                .with_help("use 1-64 letters, digits, `_` or `-`"));
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            || name.len() > 64
+        {
+            diags.push(
+                Diagnostic::new(
+                    &file.name,
+                    at_span(m.name.span()),
+                    format!("invalid tool name `{name}`"),
+                )
+                .with_help("use 1-64 letters, digits, `_` or `-`"),
+            );
             ok = false;
         }
         if let Some(prev) = set.tools.get(&name) {
-            diags.push(Diagnostic::new(&file.name, at_span(m.name.span()), format!("tool `{name}` is already defined in {}", prev.file))
-                .with_help("give each manifest a unique `name`"));
+            diags.push(
+                Diagnostic::new(
+                    &file.name,
+                    at_span(m.name.span()),
+                    format!("tool `{name}` is already defined in {}", prev.file),
+                )
+                .with_help("give each manifest a unique `name`"),
+            );
             ok = false;
         }
         match &m.implementation {
             Implementation::Builtin(b) if !BUILTINS.contains(&b.as_str()) => {
-                diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, "implementation"), format!("unknown builtin `{b}`"))
-                    .with_help(format!("use one of {}, or `exec = [...]`", BUILTINS.join(", "))));
+                diags.push(
+                    Diagnostic::new(
+                        &file.name,
+                        toml_key_position(&file.text, "implementation"),
+                        format!("unknown builtin `{b}`"),
+                    )
+                    .with_help(format!(
+                        "use one of {}, or `exec = [...]`",
+                        BUILTINS.join(", ")
+                    )),
+                );
                 ok = false;
             }
-            Implementation::Exec(argv) if argv.is_empty() || argv[0].is_empty() || argv[0].contains('{') => {
+            Implementation::Exec(argv)
+                if argv.is_empty() || argv[0].is_empty() || argv[0].contains('{') =>
+            {
                 diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, "implementation"), "`exec` must start with a fixed program name")
                     .with_help("write e.g. `exec = [\"rg\", \"--json\", \"{pattern}\"]`; the program itself cannot come from an argument"));
                 ok = false;
@@ -145,28 +182,62 @@ fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostics) -> ToolS
         }
         let schema_pos = toml_key_position(&file.text, "parameters");
         if m.parameters.get("type").and_then(Value::as_str) != Some("object") {
-            diags.push(Diagnostic::new(&file.name, schema_pos, "`[parameters]` must be a JSON Schema with `type = \"object\"`")
-                .with_help("add `type = \"object\"` under `[parameters]`"));
+            diags.push(
+                Diagnostic::new(
+                    &file.name,
+                    schema_pos,
+                    "`[parameters]` must be a JSON Schema with `type = \"object\"`",
+                )
+                .with_help("add `type = \"object\"` under `[parameters]`"),
+            );
             ok = false;
         } else if let Err(e) = jsonschema::meta::validate(&m.parameters) {
-            diags.push(Diagnostic::new(&file.name, schema_pos, format!("`[parameters]` is not a valid JSON Schema: {e}"))
-                .with_help("fix the schema (JSON Schema 2020-12, written as TOML)"));
+            diags.push(
+                Diagnostic::new(
+                    &file.name,
+                    schema_pos,
+                    format!("`[parameters]` is not a valid JSON Schema: {e}"),
+                )
+                .with_help("fix the schema (JSON Schema 2020-12, written as TOML)"),
+            );
             ok = false;
         }
         let props = m.parameters.get("properties").and_then(Value::as_object);
-        let prop_type = |arg: &str| props.and_then(|p| p.get(arg)).map(|p| p.get("type").and_then(Value::as_str).unwrap_or(""));
+        let prop_type = |arg: &str| {
+            props
+                .and_then(|p| p.get(arg))
+                .map(|p| p.get("type").and_then(Value::as_str).unwrap_or(""))
+        };
         let mut path_args = Vec::new();
         for (arg, access) in &m.effects.paths {
             match prop_type(arg.get_ref()) {
                 Some("string") => path_args.push((arg.get_ref().clone(), (*access).into())),
                 Some(t) => {
-                    diags.push(Diagnostic::new(&file.name, at_span(arg.span()), format!("path argument `{}` has type `{t}`; path arguments must be strings", arg.get_ref()))
-                        .with_help("declare it with `type = \"string\"`"));
+                    diags.push(
+                        Diagnostic::new(
+                            &file.name,
+                            at_span(arg.span()),
+                            format!(
+                                "path argument `{}` has type `{t}`; path arguments must be strings",
+                                arg.get_ref()
+                            ),
+                        )
+                        .with_help("declare it with `type = \"string\"`"),
+                    );
                     ok = false;
                 }
                 None => {
-                    diags.push(Diagnostic::new(&file.name, at_span(arg.span()), format!("`effects.paths` names `{}`, which is not a parameter of `{name}`", arg.get_ref()))
-                        .with_help("name a property of `[parameters]`"));
+                    diags.push(
+                        Diagnostic::new(
+                            &file.name,
+                            at_span(arg.span()),
+                            format!(
+                                "`effects.paths` names `{}`, which is not a parameter of `{name}`",
+                                arg.get_ref()
+                            ),
+                        )
+                        .with_help("name a property of `[parameters]`"),
+                    );
                     ok = false;
                 }
             }
@@ -182,7 +253,14 @@ fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostics) -> ToolS
             }
         }
         for (i, step) in m.prepare.iter().enumerate() {
-            let set_count = [step.rename.is_some(), step.parse_json.is_some(), step.wrap.is_some()].iter().filter(|b| **b).count();
+            let set_count = [
+                step.rename.is_some(),
+                step.parse_json.is_some(),
+                step.wrap.is_some(),
+            ]
+            .iter()
+            .filter(|b| **b)
+            .count();
             if set_count != 1 {
                 diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, "[[prepare"), format!("prepare step {} must have exactly one of `rename`, `parse_json`, `wrap`", i + 1))
                     .with_help("split it into one `[[prepare]]` table per step"));
@@ -199,7 +277,15 @@ fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostics) -> ToolS
             }
         }
         if ok {
-            set.tools.insert(name, ToolInfo { manifest: m.clone(), file: file.name.clone(), path_args, command_arg });
+            set.tools.insert(
+                name,
+                ToolInfo {
+                    manifest: m.clone(),
+                    file: file.name.clone(),
+                    path_args,
+                    command_arg,
+                },
+            );
         }
     }
     set
@@ -211,11 +297,22 @@ struct Compiler {
 }
 
 impl Compiler {
-    fn err(&mut self, layer: &PolicyLayer, path: &str, message: impl Into<String>, help: impl Into<String>) {
+    fn err(
+        &mut self,
+        layer: &PolicyLayer,
+        path: &str,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) {
         err_at(&mut self.diags, layer, path, message, help);
     }
 
-    fn check_tool_names(&mut self, layer: &PolicyLayer, names: &[String], path: &str) -> Vec<String> {
+    fn check_tool_names(
+        &mut self,
+        layer: &PolicyLayer,
+        names: &[String],
+        path: &str,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         for (i, n) in names.iter().enumerate() {
             if self.tools.get(n).is_some() {
@@ -226,9 +323,23 @@ impl Compiler {
                 let known: Vec<&str> = self.tools.tools.keys().map(String::as_str).collect();
                 let help = match crate::config::diagnostics::did_you_mean(n, &known) {
                     Some(s) => format!("did you mean `{s}`? Known tools: {}", known.join(", ")),
-                    None => format!("add a manifest `{n}.toml`, or use one of: {}", known.join(", ")),
+                    None if known.is_empty() => {
+                        format!("add a manifest `{n}.toml` to the manifests folder")
+                    }
+                    None => format!(
+                        "add a manifest `{n}.toml`, or use one of: {}",
+                        known.join(", ")
+                    ),
                 };
-                self.err(layer, &format!("{path}.{i}"), format!("unknown tool `{n}` in `{}`: no manifest defines it", display_path(path)), help);
+                self.err(
+                    layer,
+                    &format!("{path}.{i}"),
+                    format!(
+                        "unknown tool `{n}` in `{}`: no manifest defines it",
+                        display_path(path)
+                    ),
+                    help,
+                );
             }
         }
         out
@@ -239,7 +350,9 @@ impl Compiler {
         let mut any_active = false;
         let mut profiles: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for layer in layers {
-            let Some(t) = &layer.policy.tools else { continue };
+            let Some(t) = &layer.policy.tools else {
+                continue;
+            };
             if let Some(list) = &t.active {
                 any_active = true;
                 for n in self.check_tool_names(layer, list, "tools.active") {
@@ -257,11 +370,22 @@ impl Compiler {
             return match profiles.get(p) {
                 Some(list) => list.clone(),
                 None => {
-                    let file = layers.last().map(|l| l.file.name.clone()).unwrap_or_default();
+                    let file = layers
+                        .last()
+                        .map(|l| l.file.name.clone())
+                        .unwrap_or_default();
                     let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
                     self.diags.push(
-                        Diagnostic::new(&file, Position::default(), format!("unknown profile `{p}`"))
-                            .with_help(if known.is_empty() { "define it under `tools.profiles`".to_string() } else { format!("use one of: {}", known.join(", ")) }),
+                        Diagnostic::new(
+                            &file,
+                            Position::default(),
+                            format!("unknown profile `{p}`"),
+                        )
+                        .with_help(if known.is_empty() {
+                            "define it under `tools.profiles`".to_string()
+                        } else {
+                            format!("use one of: {}", known.join(", "))
+                        }),
                     );
                     Vec::new()
                 }
@@ -278,7 +402,12 @@ impl Compiler {
         for (i, g) in list.iter().enumerate() {
             match super::paths::compile_glob(g) {
                 Ok(_) => into.push(g.clone()),
-                Err(e) => self.err(layer, &format!("{path}.{i}"), format!("invalid glob `{g}`: {e}"), "fix the glob; `*` matches within one path segment, `**` across segments"),
+                Err(e) => self.err(
+                    layer,
+                    &format!("{path}.{i}"),
+                    format!("invalid glob `{g}`: {e}"),
+                    "fix the glob; `*` matches within one path segment, `**` across segments",
+                ),
             }
         }
     }
@@ -287,23 +416,39 @@ impl Compiler {
         let mut root_sets = Vec::new();
         let (mut deny, mut read_only) = (Vec::new(), Vec::new());
         for layer in layers {
-            let Some(p) = &layer.policy.paths else { continue };
+            let Some(p) = &layer.policy.paths else {
+                continue;
+            };
             if let Some(roots) = &p.roots {
                 if roots.is_empty() {
-                    self.err(layer, "paths.roots", "`paths.roots` is empty, which would deny every path", "list at least one root, e.g. `[\".\"]` for the workspace");
+                    self.err(
+                        layer,
+                        "paths.roots",
+                        "`paths.roots` is empty, which would deny every path",
+                        "list at least one root, e.g. `[\".\"]` for the workspace",
+                    );
                 }
                 for (i, r) in roots.iter().enumerate() {
                     if r.contains('\0') || r.contains(['*', '?', '[']) {
-                        self.err(layer, &format!("paths.roots.{i}"), format!("root `{r}` must be a plain directory path, not a glob"), "write a directory such as `.` or `src`");
+                        self.err(
+                            layer,
+                            &format!("paths.roots.{i}"),
+                            format!("root `{r}` must be a plain directory path, not a glob"),
+                            "write a directory such as `.` or `src`",
+                        );
                     }
                 }
-                root_sets.push(RootSet { roots: roots.clone() });
+                root_sets.push(RootSet {
+                    roots: roots.clone(),
+                });
             }
             self.globs(layer, &p.deny, "paths.deny", &mut deny);
             self.globs(layer, &p.read_only, "paths.read_only", &mut read_only);
         }
         if root_sets.is_empty() {
-            root_sets.push(RootSet { roots: vec![".".to_string()] });
+            root_sets.push(RootSet {
+                roots: vec![".".to_string()],
+            });
         }
         PathRules {
             root_sets,
@@ -316,17 +461,32 @@ impl Compiler {
         let mut rules = CommandRules::default();
         let (mut unparsed, mut default) = (None::<Decision>, None::<Decision>);
         for layer in layers {
-            let Some(c) = &layer.policy.commands else { continue };
-            for (list, entries, into) in [("allow", &c.allow, &mut rules.allow), ("ask", &c.ask, &mut rules.ask), ("deny", &c.deny, &mut rules.deny)] {
+            let Some(c) = &layer.policy.commands else {
+                continue;
+            };
+            for (list, entries, into) in [
+                ("allow", &c.allow, &mut rules.allow),
+                ("ask", &c.ask, &mut rules.ask),
+                ("deny", &c.deny, &mut rules.deny),
+            ] {
                 for (i, entry) in entries.iter().enumerate() {
                     let at = format!("commands.{list}.{i}");
                     match CommandPattern::parse(entry.pattern()) {
                         Ok(pattern) => {
                             let (id, reason) = match entry {
                                 CommandEntry::Pattern(p) => (format!("commands.{list}[{p}]"), None),
-                                CommandEntry::Detailed(d) => (d.id.clone().unwrap_or_else(|| format!("commands.{list}[{}]", d.pattern)), d.reason.clone()),
+                                CommandEntry::Detailed(d) => (
+                                    d.id.clone().unwrap_or_else(|| {
+                                        format!("commands.{list}[{}]", d.pattern)
+                                    }),
+                                    d.reason.clone(),
+                                ),
                             };
-                            into.push(CommandRule { pattern, id, reason });
+                            into.push(CommandRule {
+                                pattern,
+                                id,
+                                reason,
+                            });
                         }
                         Err(e) => {
                             let pos = layer.map.value(&at);
@@ -351,14 +511,27 @@ impl Compiler {
             for (i, spec) in layer.policy.rules.iter().enumerate() {
                 let at = format!("rules.{i}");
                 if spec.id.trim().is_empty() {
-                    self.err(layer, &format!("{at}.id"), "rule id is empty", "give the rule a short unique id such as `no-large-writes`");
+                    self.err(
+                        layer,
+                        &format!("{at}.id"),
+                        "rule id is empty",
+                        "give the rule a short unique id such as `no-large-writes`",
+                    );
                     continue;
                 }
                 if !ids.insert(spec.id.clone()) {
-                    self.err(layer, &format!("{at}.id"), format!("duplicate rule id `{}`", spec.id), "give every rule in a file its own id");
+                    self.err(
+                        layer,
+                        &format!("{at}.id"),
+                        format!("duplicate rule id `{}`", spec.id),
+                        "give every rule in a file its own id",
+                    );
                 }
                 // Which tools: the named ones, or every tool that has the arguments.
-                let named = spec.tools.as_ref().map(|list| self.check_tool_names(layer, list, &format!("{at}.tools")));
+                let named = spec
+                    .tools
+                    .as_ref()
+                    .map(|list| self.check_tool_names(layer, list, &format!("{at}.tools")));
                 if named.as_ref().is_some_and(Vec::is_empty) {
                     continue; // every name was unknown: already reported
                 }
@@ -368,7 +541,8 @@ impl Compiler {
                 };
                 let every = named.is_some();
                 let arg_types = |arg: &str| -> Option<Vec<String>> {
-                    let found: Vec<Vec<String>> = candidates.iter().filter_map(|t| t.arg_types(arg)).collect();
+                    let found: Vec<Vec<String>> =
+                        candidates.iter().filter_map(|t| t.arg_types(arg)).collect();
                     if found.is_empty() || (every && found.len() != candidates.len()) {
                         return None;
                     }
@@ -378,7 +552,8 @@ impl Compiler {
                     Some(all)
                 };
                 let mut errors = Vec::new();
-                let cond = compile_condition(&spec.when, &format!("{at}.when"), &arg_types, &mut errors);
+                let cond =
+                    compile_condition(&spec.when, &format!("{at}.when"), &arg_types, &mut errors);
                 for (path, message, help) in errors {
                     let message = format!("rule `{}`: {message}", spec.id);
                     err_at(&mut self.diags, layer, &path, message, help);
@@ -399,12 +574,22 @@ impl Compiler {
                     .filter_map(|t| self.tools.get(t))
                     .flat_map(|t| t.path_args.iter().map(|(a, _)| a.clone()))
                     .collect();
-                let lexical_key = |arg: &str, raw: &str| -> Option<String> { path_args.iter().any(|a| a == arg).then(|| lexical_relative(raw)) };
+                let lexical_key = |arg: &str, raw: &str| -> Option<String> {
+                    path_args
+                        .iter()
+                        .any(|a| a == arg)
+                        .then(|| lexical_relative(raw))
+                };
                 if let Some(ex) = &spec.examples {
-                    for (kind, list, want) in [("match", &ex.matching, true), ("not_match", &ex.not_match, false)] {
+                    for (kind, list, want) in [
+                        ("match", &ex.matching, true),
+                        ("not_match", &ex.not_match, false),
+                    ] {
                         for (j, example) in list.iter().enumerate() {
                             let expanded = expand_placeholders(&Value::Object(example.clone()));
-                            let got = expanded.as_object().is_some_and(|a| cond.eval(a, &lexical_key));
+                            let got = expanded
+                                .as_object()
+                                .is_some_and(|a| cond.eval(a, &lexical_key));
                             if got != want {
                                 let shown = serde_json::to_string(example).unwrap_or_default();
                                 let (msg, help) = if want {
@@ -412,12 +597,25 @@ impl Compiler {
                                 } else {
                                     (format!("rule `{}`: example {shown} should not match `when`, but does", spec.id), "narrow the rule's `when`, or fix the example")
                                 };
-                                err_at(&mut self.diags, layer, &format!("{at}.examples.{kind}.{j}"), msg, help);
+                                err_at(
+                                    &mut self.diags,
+                                    layer,
+                                    &format!("{at}.examples.{kind}.{j}"),
+                                    msg,
+                                    help,
+                                );
                             }
                         }
                     }
                 }
-                out.rules.push(Rule { id: spec.id.clone(), tools, cond, decision: spec.decision, reason: spec.reason.clone(), terminate: spec.terminate });
+                out.rules.push(Rule {
+                    id: spec.id.clone(),
+                    tools,
+                    cond,
+                    decision: spec.decision,
+                    reason: spec.reason.clone(),
+                    terminate: spec.terminate,
+                });
             }
         }
         out
@@ -428,7 +626,9 @@ impl Compiler {
         let mut specs = Vec::new();
         let mut origin: Vec<(usize, usize)> = Vec::new();
         for (li, layer) in layers.iter().enumerate() {
-            let Some(r) = &layer.policy.redact else { continue };
+            let Some(r) = &layer.policy.redact else {
+                continue;
+            };
             defaults |= r.defaults.unwrap_or(false);
             for (i, rule) in r.rules.iter().enumerate() {
                 specs.push(RedactRuleSpec {
@@ -440,7 +640,12 @@ impl Compiler {
                 origin.push((li, i));
             }
             if !r.gitleaks.is_empty() {
-                self.err(layer, "redact.gitleaks", "gitleaks config import is not supported by this version of toolgate", "remove `redact.gitleaks`, or copy the rules you need into `redact.rules`");
+                self.err(
+                    layer,
+                    "redact.gitleaks",
+                    "gitleaks config import is not supported by this version of toolgate",
+                    "remove `redact.gitleaks`, or copy the rules you need into `redact.rules`",
+                );
             }
         }
         match Redactor::compile(defaults, &specs) {
@@ -450,9 +655,18 @@ impl Compiler {
                     match specs.iter().position(|s| s.id == e.id) {
                         Some(k) => {
                             let (li, i) = origin[k];
-                            self.err(&layers[li], &format!("redact.rules.{i}"), format!("redaction rule `{}`: {}", e.id, e.message), "fix the rule's regex, keywords or secret_group");
+                            self.err(
+                                &layers[li],
+                                &format!("redact.rules.{i}"),
+                                format!("redaction rule `{}`: {}", e.id, e.message),
+                                "fix the rule's regex, keywords or secret_group",
+                            );
                         }
-                        None => self.diags.push(Diagnostic::new("<embedded>", Position::default(), format!("built-in redaction rule `{}`: {}", e.id, e.message))),
+                        None => self.diags.push(Diagnostic::new(
+                            "<embedded>",
+                            Position::default(),
+                            format!("built-in redaction rule `{}`: {}", e.id, e.message),
+                        )),
                     }
                 }
                 None
@@ -478,31 +692,61 @@ impl Compiler {
         let mut limits = Limits::default();
         let mut set = (false, false, false);
         for layer in layers {
-            let Some(l) = &layer.policy.limits else { continue };
+            let Some(l) = &layer.policy.limits else {
+                continue;
+            };
             if let Some(t) = &l.timeout {
                 match parse_duration(t) {
                     Ok(d) => {
                         limits.timeout = if set.0 { limits.timeout.min(d) } else { d };
                         set.0 = true;
                     }
-                    Err(e) => self.err(layer, "limits.timeout", e, "write a duration such as `120s`"),
+                    Err(e) => self.err(
+                        layer,
+                        "limits.timeout",
+                        e,
+                        "write a duration such as `120s`",
+                    ),
                 }
             }
             if let Some(b) = &l.max_output_bytes {
                 match b.bytes() {
                     Ok(n) if n > 0 => {
-                        limits.max_output_bytes = if set.1 { limits.max_output_bytes.min(n) } else { n };
+                        limits.max_output_bytes = if set.1 {
+                            limits.max_output_bytes.min(n)
+                        } else {
+                            n
+                        };
                         set.1 = true;
                     }
-                    Ok(_) => self.err(layer, "limits.max_output_bytes", "`max_output_bytes` must be more than 0", "write a size such as `50KB`"),
-                    Err(e) => self.err(layer, "limits.max_output_bytes", e, "write a size such as `50KB`"),
+                    Ok(_) => self.err(
+                        layer,
+                        "limits.max_output_bytes",
+                        "`max_output_bytes` must be more than 0",
+                        "write a size such as `50KB`",
+                    ),
+                    Err(e) => self.err(
+                        layer,
+                        "limits.max_output_bytes",
+                        e,
+                        "write a size such as `50KB`",
+                    ),
                 }
             }
             if let Some(n) = l.max_output_lines {
                 if n == 0 {
-                    self.err(layer, "limits.max_output_lines", "`max_output_lines` must be more than 0", "write a number of lines such as 2000");
+                    self.err(
+                        layer,
+                        "limits.max_output_lines",
+                        "`max_output_lines` must be more than 0",
+                        "write a number of lines such as 2000",
+                    );
                 } else {
-                    limits.max_output_lines = if set.2 { limits.max_output_lines.min(n) } else { n };
+                    limits.max_output_lines = if set.2 {
+                        limits.max_output_lines.min(n)
+                    } else {
+                        n
+                    };
                     set.2 = true;
                 }
             }
@@ -511,7 +755,13 @@ impl Compiler {
     }
 }
 
-fn err_at(diags: &mut Diagnostics, layer: &PolicyLayer, path: &str, message: impl Into<String>, help: impl Into<String>) {
+fn err_at(
+    diags: &mut Diagnostics,
+    layer: &PolicyLayer,
+    path: &str,
+    message: impl Into<String>,
+    help: impl Into<String>,
+) {
     let pos = layer.map.value(path);
     diags.push(Diagnostic::new(&layer.file.name, pos, message).with_help(help));
 }

@@ -117,8 +117,10 @@ const MAX_GLOB_EXPANSION: usize = 256;
 
 /// Devices every program may write to or read from.
 fn is_harmless_device(word: &str) -> bool {
-    matches!(word, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin" | "/dev/tty" | "/dev/zero")
-        || word.starts_with("/dev/fd/")
+    matches!(
+        word,
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin" | "/dev/tty" | "/dev/zero"
+    ) || word.starts_with("/dev/fd/")
 }
 
 /// Resolves paths and analyzes commands of `call` (the I/O half of a decision).
@@ -137,7 +139,8 @@ pub fn gather(policy: &CompiledPolicy, ws: &Workspace, call: &ToolCall) -> CallF
         problems: Vec::new(),
         roots: Vec::new(),
     };
-    let (Some(tool), Some(args)) = (policy.tools.get(&call.name), call.arguments.as_object()) else {
+    let (Some(tool), Some(args)) = (policy.tools.get(&call.name), call.arguments.as_object())
+    else {
         return facts;
     };
     if status != ToolStatus::Active {
@@ -218,7 +221,11 @@ fn gather_shell(ws: &Workspace, script: &str) -> ShellFacts {
 }
 
 fn join_base(base: &str, word: &str) -> String {
-    if base.is_empty() || word.starts_with('/') || word.starts_with('~') || word.starts_with("file://") {
+    if base.is_empty()
+        || word.starts_with('/')
+        || word.starts_with('~')
+        || word.starts_with("file://")
+    {
         word.to_string()
     } else {
         format!("{base}/{word}")
@@ -251,7 +258,9 @@ pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Ver
     let mut consider = |f: Finding| {
         let better = match &best {
             None => true,
-            Some(b) => f.decision > b.decision || (f.decision == b.decision && f.terminate && !b.terminate),
+            Some(b) => {
+                f.decision > b.decision || (f.decision == b.decision && f.terminate && !b.terminate)
+            }
         };
         if better {
             best = Some(f);
@@ -292,7 +301,7 @@ pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Ver
             .map(|r| glob_key(ws, &r.lexical))
     };
     for rule in &policy.rules.rules {
-        if rule.tools.iter().any(|t| *t == facts.tool) && rule.cond.eval(args, &path_key) {
+        if rule.tools.contains(&facts.tool) && rule.cond.eval(args, &path_key) {
             let reason = rule
                 .reason
                 .clone()
@@ -305,7 +314,7 @@ pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Ver
             });
         }
     }
-    let terminate_tool = policy.terminate_tools.iter().any(|t| *t == facts.tool);
+    let terminate_tool = policy.terminate_tools.contains(&facts.tool);
     match best {
         Some(f) => Verdict {
             terminate: f.terminate || (f.decision == Decision::Allow && terminate_tool),

@@ -12,8 +12,8 @@
 //! - [`redact`]: secret redaction of output;
 //! - [`decide`]: combining all of the above into one verdict.
 
-mod compile;
 pub mod commands;
+mod compile;
 pub mod decide;
 pub mod paths;
 pub mod redact;

@@ -279,19 +279,33 @@ impl PathRules {
     }
 
     /// Judges one path: `Some(deny finding)` when it breaks a rule.
-    pub fn check(&self, ws: &Workspace, roots: &[Vec<PathBuf>], fact: &PathFact) -> Option<Finding> {
-        let resolved = match &fact.resolved {
-            Ok(r) => r,
-            Err(e) => {
-                return Some(Finding::new(
+    pub fn check(
+        &self,
+        ws: &Workspace,
+        roots: &[Vec<PathBuf>],
+        fact: &PathFact,
+    ) -> Option<Finding> {
+        let resolved =
+            match &fact.resolved {
+                Ok(r) => r,
+                Err(e) => return Some(Finding::new(
                     Decision::Deny,
                     "paths.resolve",
-                    format!("{} `{}` cannot be checked: {e}. Use a plain path inside the workspace.", fact.source, fact.raw),
-                ))
-            }
-        };
-        for (label, path) in [("", &resolved.lexical), (" (through a symlink)", &resolved.real)] {
-            if fact.check_roots && !roots.iter().all(|set| set.iter().any(|r| path.starts_with(r))) {
+                    format!(
+                        "{} `{}` cannot be checked: {e}. Use a plain path inside the workspace.",
+                        fact.source, fact.raw
+                    ),
+                )),
+            };
+        for (label, path) in [
+            ("", &resolved.lexical),
+            (" (through a symlink)", &resolved.real),
+        ] {
+            if fact.check_roots
+                && !roots
+                    .iter()
+                    .all(|set| set.iter().any(|r| path.starts_with(r)))
+            {
                 return Some(Finding::new(
                     Decision::Deny,
                     "paths.roots",
@@ -307,7 +321,11 @@ impl PathRules {
             // A directory is denied when the glob denies what is inside it, so
             // `grep -r x .git` is judged like `.git/config` (`.git/**`).
             let inside = format!("{key}/\u{0}");
-            if let Some(glob) = self.deny.first_match(&key).or_else(|| self.deny.first_match(&inside)) {
+            if let Some(glob) = self
+                .deny
+                .first_match(&key)
+                .or_else(|| self.deny.first_match(&inside))
+            {
                 return Some(Finding::new(
                     Decision::Deny,
                     format!("paths.deny[{glob}]"),
@@ -363,7 +381,11 @@ pub fn expand_shell_glob(ws: &Workspace, word: &str, limit: usize) -> Vec<String
         return vec![word.to_string()];
     }
     let absolute = word.starts_with('/');
-    let mut partials: Vec<PathBuf> = vec![if absolute { PathBuf::from("/") } else { PathBuf::new() }];
+    let mut partials: Vec<PathBuf> = vec![if absolute {
+        PathBuf::from("/")
+    } else {
+        PathBuf::new()
+    }];
     for seg in word.split('/').filter(|s| !s.is_empty()) {
         let mut next = Vec::new();
         if !seg.contains(['*', '?', '[']) {
@@ -377,7 +399,9 @@ pub fn expand_shell_glob(ws: &Workspace, word: &str, limit: usize) -> Vec<String
             let matcher = glob.compile_matcher();
             for p in &partials {
                 let dir = if absolute { p.clone() } else { ws.root.join(p) };
-                let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
                 for e in entries.flatten() {
                     let name = e.file_name();
                     let name = name.to_string_lossy();
@@ -398,7 +422,10 @@ pub fn expand_shell_glob(ws: &Workspace, word: &str, limit: usize) -> Vec<String
             return vec![word.to_string()];
         }
     }
-    let mut out: Vec<String> = partials.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let mut out: Vec<String> = partials
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
     out.sort();
     out.truncate(limit);
     out

@@ -67,7 +67,11 @@ impl Cond {
     /// Evaluates against `args`. `path_key(arg, value)` gives the
     /// workspace-relative form of a path argument, so `glob: "src/**"` matches
     /// `./src/x`, `/abs/ws/src/x` and `src/../src/x` alike.
-    pub fn eval(&self, args: &Map<String, Value>, path_key: &dyn Fn(&str, &str) -> Option<String>) -> bool {
+    pub fn eval(
+        &self,
+        args: &Map<String, Value>,
+        path_key: &dyn Fn(&str, &str) -> Option<String>,
+    ) -> bool {
         match self {
             Cond::Equals { arg, value } => args.get(arg).is_some_and(|v| json_eq(v, value)),
             Cond::OneOf { arg, values } => args
@@ -135,7 +139,12 @@ pub type ArgTypes<'a> = &'a dyn Fn(&str) -> Option<Vec<String>>;
 
 /// Compiles a condition, type-checking every test against `arg_types`
 /// (`None` from it means the argument does not exist).
-pub fn compile_condition(cond: &Condition, at: &str, arg_types: ArgTypes<'_>, errors: &mut Vec<CondError>) -> Option<Cond> {
+pub fn compile_condition(
+    cond: &Condition,
+    at: &str,
+    arg_types: ArgTypes<'_>,
+    errors: &mut Vec<CondError>,
+) -> Option<Cond> {
     let combinators = [cond.all.is_some(), cond.any.is_some(), cond.not.is_some()]
         .iter()
         .filter(|b| **b)
@@ -153,22 +162,34 @@ pub fn compile_condition(cond: &Condition, at: &str, arg_types: ArgTypes<'_>, er
     .filter(|b| **b)
     .count();
     let shape_help = "write either `{ arg: NAME, <one test> }` with one of equals, one_of, matches, glob, larger_than, present, missing — or one of `all: [...]`, `any: [...]`, `not: {...}`";
-    if combinators + usize::from(cond.arg.is_some()) != 1 || (cond.arg.is_some() && tests != 1) || (cond.arg.is_none() && tests > 0) {
-        errors.push((at.to_string(), "a condition must be exactly one test on one argument, or one combination".to_string(), shape_help.to_string()));
+    if combinators + usize::from(cond.arg.is_some()) != 1
+        || (cond.arg.is_some() && tests != 1)
+        || (cond.arg.is_none() && tests > 0)
+    {
+        errors.push((
+            at.to_string(),
+            "a condition must be exactly one test on one argument, or one combination".to_string(),
+            shape_help.to_string(),
+        ));
         return None;
     }
-    let list = |items: &Vec<Condition>, key: &str, errors: &mut Vec<CondError>| -> Option<Vec<Cond>> {
-        if items.is_empty() {
-            errors.push((format!("{at}.{key}"), format!("`{key}` needs at least one condition"), "add conditions or remove it".to_string()));
-            return None;
-        }
-        let compiled: Vec<Option<Cond>> = items
-            .iter()
-            .enumerate()
-            .map(|(i, c)| compile_condition(c, &format!("{at}.{key}.{i}"), arg_types, errors))
-            .collect();
-        compiled.into_iter().collect()
-    };
+    let list =
+        |items: &Vec<Condition>, key: &str, errors: &mut Vec<CondError>| -> Option<Vec<Cond>> {
+            if items.is_empty() {
+                errors.push((
+                    format!("{at}.{key}"),
+                    format!("`{key}` needs at least one condition"),
+                    "add conditions or remove it".to_string(),
+                ));
+                return None;
+            }
+            let compiled: Vec<Option<Cond>> = items
+                .iter()
+                .enumerate()
+                .map(|(i, c)| compile_condition(c, &format!("{at}.{key}.{i}"), arg_types, errors))
+                .collect();
+            compiled.into_iter().collect()
+        };
     if let Some(items) = &cond.all {
         return list(items, "all", errors).map(Cond::All);
     }
@@ -176,18 +197,27 @@ pub fn compile_condition(cond: &Condition, at: &str, arg_types: ArgTypes<'_>, er
         return list(items, "any", errors).map(Cond::Any);
     }
     if let Some(inner) = &cond.not {
-        return compile_condition(inner, &format!("{at}.not"), arg_types, errors).map(|c| Cond::Not(Box::new(c)));
+        return compile_condition(inner, &format!("{at}.not"), arg_types, errors)
+            .map(|c| Cond::Not(Box::new(c)));
     }
     let arg = cond.arg.clone().unwrap_or_default();
     let Some(types) = arg_types(&arg) else {
         errors.push((format!("{at}.arg"), format!("argument `{arg}` does not exist on the rule's tools"), "name an argument from the tool's manifest `[parameters]`, or narrow the rule's `tools`".to_string()));
         return None;
     };
-    let allows = |t: &str| types.is_empty() || types.iter().any(|x| x == t || (t == "number" && x == "integer") || (t == "integer" && x == "number"));
+    let allows = |t: &str| {
+        types.is_empty()
+            || types.iter().any(|x| {
+                x == t || (t == "number" && x == "integer") || (t == "integer" && x == "number")
+            })
+    };
     let type_error = |test: &str, want: &str| {
         (
             format!("{at}.{test}"),
-            format!("`{test}` needs a {want} argument, but `{arg}` is {}", types.join(" or ")),
+            format!(
+                "`{test}` needs a {want} argument, but `{arg}` is {}",
+                types.join(" or ")
+            ),
             format!("use a test that fits a {} argument", types.join("/")),
         )
     };
@@ -201,19 +231,29 @@ pub fn compile_condition(cond: &Condition, at: &str, arg_types: ArgTypes<'_>, er
             Value::Array(_) => "array",
             Value::Object(_) => "object",
         };
-        if !allows(t) && !(t == "integer" && allows("number")) {
-            errors.push((format!("{at}.{key}"), format!("`{v}` is a {t}, but `{arg}` is {}", types.join(" or ")), format!("compare `{arg}` with a value of its type")));
+        if !allows(t) {
+            errors.push((
+                format!("{at}.{key}"),
+                format!("`{v}` is a {t}, but `{arg}` is {}", types.join(" or ")),
+                format!("compare `{arg}` with a value of its type"),
+            ));
         }
     };
     if let Some(v) = &cond.equals {
         check_value(v, "equals", errors);
-        return Some(Cond::Equals { arg, value: v.clone() });
+        return Some(Cond::Equals {
+            arg,
+            value: v.clone(),
+        });
     }
     if let Some(vs) = &cond.one_of {
         for v in vs {
             check_value(v, "one_of", errors);
         }
-        return Some(Cond::OneOf { arg, values: vs.clone() });
+        return Some(Cond::OneOf {
+            arg,
+            values: vs.clone(),
+        });
     }
     if let Some(pattern) = &cond.matches {
         if !allows("string") {
@@ -227,13 +267,23 @@ pub fn compile_condition(cond: &Condition, at: &str, arg_types: ArgTypes<'_>, er
         {
             Ok(regex) => Some(Cond::Matches { arg, regex }),
             Err(regex::Error::CompiledTooBig(_)) => {
-                errors.push((format!("{at}.matches"), "regex is too large to compile safely".to_string(), "simplify the regex (fewer repetitions or alternatives)".to_string()));
+                errors.push((
+                    format!("{at}.matches"),
+                    "regex is too large to compile safely".to_string(),
+                    "simplify the regex (fewer repetitions or alternatives)".to_string(),
+                ));
                 None
             }
             Err(e) => {
                 let msg = e.to_string();
-                let short = msg.lines().last().unwrap_or(&msg).trim().to_string();
-                errors.push((format!("{at}.matches"), format!("invalid regex `{pattern}`: {short}"), "fix the regex (Rust `regex` syntax: no look-around or backreferences)".to_string()));
+                let last = msg.lines().last().unwrap_or(&msg).trim();
+                let short = last.strip_prefix("error: ").unwrap_or(last).to_string();
+                errors.push((
+                    format!("{at}.matches"),
+                    format!("invalid regex `{pattern}`: {short}"),
+                    "fix the regex (Rust `regex` syntax: no look-around or backreferences)"
+                        .to_string(),
+                ));
                 None
             }
         };
@@ -244,9 +294,16 @@ pub fn compile_condition(cond: &Condition, at: &str, arg_types: ArgTypes<'_>, er
             return None;
         }
         return match super::paths::compile_glob(pattern) {
-            Ok(g) => Some(Cond::Glob { arg, glob: g.compile_matcher() }),
+            Ok(g) => Some(Cond::Glob {
+                arg,
+                glob: g.compile_matcher(),
+            }),
             Err(e) => {
-                errors.push((format!("{at}.glob"), format!("invalid glob `{pattern}`: {e}"), "fix the glob".to_string()));
+                errors.push((
+                    format!("{at}.glob"),
+                    format!("invalid glob `{pattern}`: {e}"),
+                    "fix the glob".to_string(),
+                ));
                 None
             }
         };
@@ -255,7 +312,11 @@ pub fn compile_condition(cond: &Condition, at: &str, arg_types: ArgTypes<'_>, er
         return match size.bytes() {
             Ok(bytes) => Some(Cond::LargerThan { arg, bytes }),
             Err(e) => {
-                errors.push((format!("{at}.larger_than"), e, "write a size such as `1MB`".to_string()));
+                errors.push((
+                    format!("{at}.larger_than"),
+                    e,
+                    "write a size such as `1MB`".to_string(),
+                ));
                 None
             }
         };
@@ -263,7 +324,10 @@ pub fn compile_condition(cond: &Condition, at: &str, arg_types: ArgTypes<'_>, er
     if let Some(present) = cond.present {
         return Some(Cond::Present { arg, present });
     }
-    cond.missing.map(|missing| Cond::Present { arg, present: !missing })
+    cond.missing.map(|missing| Cond::Present {
+        arg,
+        present: !missing,
+    })
 }
 
 /// Expands `"<2 MB>"`-style placeholders in examples and tests into strings
@@ -283,7 +347,11 @@ pub fn expand_placeholders(value: &Value) -> Value {
             value.clone()
         }
         Value::Array(a) => Value::Array(a.iter().map(expand_placeholders).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), expand_placeholders(v))).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), expand_placeholders(v)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -294,9 +362,16 @@ mod tests {
 
     fn compile(yaml: &str, types: &[(&str, &str)]) -> Result<Cond, Vec<CondError>> {
         let cond: Condition = serde_yaml::from_str(yaml).unwrap();
-        let lookup = |a: &str| types.iter().find(|(n, _)| *n == a).map(|(_, t)| vec![t.to_string()]);
+        let lookup = |a: &str| {
+            types
+                .iter()
+                .find(|(n, _)| *n == a)
+                .map(|(_, t)| vec![t.to_string()])
+        };
         let mut errors = Vec::new();
-        compile_condition(&cond, "when", &lookup, &mut errors).filter(|_| errors.is_empty()).ok_or(errors)
+        compile_condition(&cond, "when", &lookup, &mut errors)
+            .filter(|_| errors.is_empty())
+            .ok_or(errors)
     }
 
     fn args(json: &str) -> Map<String, Value> {
@@ -315,11 +390,22 @@ mod tests {
     #[test]
     fn type_errors_name_the_argument() {
         let err = compile("{ arg: limit, matches: 'x' }", &[("limit", "number")]).unwrap_err();
-        assert!(err[0].1.contains("`matches` needs a string argument, but `limit` is number"), "{err:?}");
+        assert!(
+            err[0]
+                .1
+                .contains("`matches` needs a string argument, but `limit` is number"),
+            "{err:?}"
+        );
         let err = compile("{ arg: nope, present: true }", &[("limit", "number")]).unwrap_err();
-        assert!(err[0].1.contains("argument `nope` does not exist"), "{err:?}");
+        assert!(
+            err[0].1.contains("argument `nope` does not exist"),
+            "{err:?}"
+        );
         let err = compile("{ arg: limit, equals: 'ten' }", &[("limit", "number")]).unwrap_err();
-        assert!(err[0].1.contains("is a string, but `limit` is number"), "{err:?}");
+        assert!(
+            err[0].1.contains("is a string, but `limit` is number"),
+            "{err:?}"
+        );
     }
 
     #[test]
@@ -328,13 +414,21 @@ mod tests {
         assert!(compile("{ any: [] }", &[("a", "string")]).is_err());
         let err = compile("{ arg: a, matches: '(unclosed' }", &[("a", "string")]).unwrap_err();
         assert!(err[0].1.starts_with("invalid regex"), "{err:?}");
-        let err = compile("{ arg: a, matches: '\\w{1000}\\w{1000}\\w{1000}' }", &[("a", "string")]).unwrap_err();
+        let err = compile(
+            "{ arg: a, matches: '\\w{1000}\\w{1000}\\w{1000}' }",
+            &[("a", "string")],
+        )
+        .unwrap_err();
         assert!(err[0].1.contains("too large"), "{err:?}");
     }
 
     #[test]
     fn sizes_and_placeholders() {
-        let c = compile("{ arg: content, larger_than: 1KB }", &[("content", "string")]).unwrap();
+        let c = compile(
+            "{ arg: content, larger_than: 1KB }",
+            &[("content", "string")],
+        )
+        .unwrap();
         let none = |_: &str, _: &str| None;
         let big = expand_placeholders(&serde_json::json!({"content": "<2 KB>"}));
         assert_eq!(big["content"].as_str().unwrap().len(), 2048);

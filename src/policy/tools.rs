@@ -48,7 +48,10 @@ impl ToolInfo {
 fn schema_types(schema: &Value) -> Vec<String> {
     match schema.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str().map(String::from)).collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(|t| t.as_str().map(String::from))
+            .collect(),
         _ => {
             let mut out = Vec::new();
             for key in ["anyOf", "oneOf"] {

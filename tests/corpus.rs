@@ -1,0 +1,211 @@
+//! The adversarial corpora: shell commands and paths as data files, each with
+//! the decision it must get under `tests/corpus/policy.yaml`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::json;
+use toolgate::{load_policy, CompileOptions, CompiledPolicy, ConfigPaths, ToolCall, Workspace};
+
+#[derive(Deserialize)]
+struct Corpus<C> {
+    cases: Vec<C>,
+}
+
+#[derive(Deserialize)]
+struct ShellCase {
+    command: String,
+    decision: String,
+    #[serde(default)]
+    rule: Option<String>,
+    #[serde(default)]
+    why: String,
+}
+
+#[derive(Deserialize)]
+struct PathCase {
+    #[serde(default = "default_tool")]
+    tool: String,
+    path: String,
+    decision: String,
+    #[serde(default)]
+    rule: Option<String>,
+    #[serde(default)]
+    why: String,
+}
+
+fn default_tool() -> String {
+    "read".to_string()
+}
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+fn policy() -> CompiledPolicy {
+    let paths = ConfigPaths {
+        policies: Some(corpus_dir().join("policy.yaml")),
+        manifests: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tool-manifests")),
+    };
+    load_policy(&paths, &CompileOptions::default())
+        .unwrap_or_else(|d| panic!("corpus policy must load:\n{d}"))
+}
+
+/// The workspace the corpora describe, plus a directory outside it.
+struct Fixture {
+    ws: tempfile::TempDir,
+    outside: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    for (file, text) in [
+        ("Cargo.lock", "# lock"),
+        (".env", "SECRET=1"),
+        ("src/main.rs", "fn main() {}"),
+        ("secrets/key.txt", "k"),
+        ("docs/readme.md", "hi"),
+        (".git/config", "[core]"),
+    ] {
+        let p = root.join(file);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    std::fs::write(outside.path().join("file.txt"), "outside").unwrap();
+    let link =
+        |target: &Path, name: &str| std::os::unix::fs::symlink(target, root.join(name)).unwrap();
+    link(Path::new("/etc"), "link-etc");
+    link(Path::new("/etc/passwd"), "link-passwd");
+    link(Path::new(".env"), "link-env");
+    link(Path::new("src"), "link-src");
+    link(Path::new("Cargo.lock"), "link-lock");
+    link(Path::new(".git"), "link-dotgit");
+    link(Path::new("loop-b"), "loop-a");
+    link(Path::new("loop-a"), "loop-b");
+    link(outside.path(), "outside-dir");
+    Fixture { ws, outside }
+}
+
+fn check(
+    policy: &CompiledPolicy,
+    ws: &Workspace,
+    call: &ToolCall,
+    decision: &str,
+    rule: Option<&str>,
+    label: &str,
+    failures: &mut Vec<String>,
+) {
+    let v = policy.evaluate(ws, call);
+    let rule_ok = match rule {
+        None => true,
+        Some(want) => v.rule.as_deref().is_some_and(|r| r.contains(want)),
+    };
+    if v.decision.as_str() != decision || !rule_ok {
+        failures.push(format!(
+            "{label}\n    expected {decision}{}, got {} (rule {}): {}",
+            rule.map(|r| format!(" by a rule containing `{r}`"))
+                .unwrap_or_default(),
+            v.decision.as_str(),
+            v.rule.as_deref().unwrap_or("null"),
+            v.reason
+        ));
+    }
+}
+
+#[test]
+fn shell_corpus() {
+    let text = std::fs::read_to_string(corpus_dir().join("shell.yaml")).unwrap();
+    let corpus: Corpus<ShellCase> = serde_yaml::from_str(&text).unwrap();
+    assert!(
+        corpus.cases.len() >= 70,
+        "the shell corpus must keep at least 70 cases"
+    );
+    let policy = policy();
+    let fx = fixture();
+    let ws = Workspace::new(fx.ws.path()).unwrap();
+    let mut failures = Vec::new();
+    for case in &corpus.cases {
+        let call = ToolCall {
+            id: String::new(),
+            name: "bash".into(),
+            arguments: json!({ "command": case.command }),
+        };
+        let label = format!("`{}` ({})", case.command, case.why);
+        check(
+            &policy,
+            &ws,
+            &call,
+            &case.decision,
+            case.rule.as_deref(),
+            &label,
+            &mut failures,
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} shell cases failed:\n  {}",
+        failures.len(),
+        corpus.cases.len(),
+        failures.join("\n  ")
+    );
+}
+
+#[test]
+fn path_corpus() {
+    let text = std::fs::read_to_string(corpus_dir().join("paths.yaml")).unwrap();
+    let corpus: Corpus<PathCase> = serde_yaml::from_str(&text).unwrap();
+    assert!(
+        corpus.cases.len() >= 40,
+        "the path corpus must keep at least 40 cases"
+    );
+    let policy = policy();
+    let fx = fixture();
+    let ws = Workspace::new(fx.ws.path()).unwrap();
+    let ws_abs = ws.root().display().to_string();
+    let out_abs = fx
+        .outside
+        .path()
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let mut failures = Vec::new();
+    for case in &corpus.cases {
+        let path = case.path.replace("$WS", &ws_abs).replace("$OUT", &out_abs);
+        let arguments = match case.tool.as_str() {
+            "write" => json!({ "path": path, "content": "x" }),
+            "edit" => json!({ "path": path, "edits": [{ "oldText": "a", "newText": "b" }] }),
+            "grep" => json!({ "pattern": "x", "path": path }),
+            _ => json!({ "path": path }),
+        };
+        let call = ToolCall {
+            id: String::new(),
+            name: case.tool.clone(),
+            arguments,
+        };
+        let label = format!(
+            "{} `{}` ({})",
+            case.tool,
+            case.path.escape_debug(),
+            case.why
+        );
+        check(
+            &policy,
+            &ws,
+            &call,
+            &case.decision,
+            case.rule.as_deref(),
+            &label,
+            &mut failures,
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} path cases failed:\n  {}",
+        failures.len(),
+        corpus.cases.len(),
+        failures.join("\n  ")
+    );
+}
