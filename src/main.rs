@@ -385,7 +385,7 @@ fn redact(policies: Option<PathBuf>) -> ExitCode {
     }
     let mut out = std::io::stdout().lock();
     if out
-        .write_all(policy.redactor.redact(&input).as_bytes())
+        .write_all(policy.redactor.get().redact(&input).as_bytes())
         .is_err()
     {
         return ExitCode::from(EXIT_USAGE);

@@ -90,6 +90,21 @@ pub struct ConfigPaths {
     pub manifests: Option<PathBuf>,
 }
 
+/// The embedded default policy's text.
+pub fn embedded_default_policy() -> &'static str {
+    embedded::DEFAULT_POLICY
+}
+
+/// The built-in manifests: file name and text.
+pub fn embedded_manifests() -> &'static [(&'static str, &'static str)] {
+    embedded::MANIFESTS
+}
+
+/// True when `text` is exactly one of the built-in manifests.
+pub fn is_embedded_manifest_text(text: &str) -> bool {
+    embedded::MANIFESTS.iter().any(|(_, t)| *t == text)
+}
+
 /// The `extends` entry that names the embedded default policy.
 pub const BUILTIN_DEFAULT: &str = "builtin:default";
 

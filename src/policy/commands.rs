@@ -1,6 +1,6 @@
 //! The `commands:` lists: allow, ask and deny patterns for simple commands.
 //!
-//! Patterns match by words ([`shell::CommandPattern`]), never by substring.
+//! Patterns match by words ([`super::shell::CommandPattern`]), never by substring.
 //! Allow patterns must match the start of a command (a loose allow would let
 //! too much through); ask and deny patterns match their words anywhere in the
 //! command's positional words (a loose deny only ever asks too often).

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::commands::{CommandRule, CommandRules};
 use super::paths::{GlobList, PathRules, RootSet};
-use super::redact::{RedactRuleSpec, Redactor};
+use super::redact::{LazyRedactor, RedactRuleSpec};
 use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
 use super::shell::CommandPattern;
 use super::tools::{ToolInfo, ToolSet, BUILTINS};
@@ -50,9 +50,10 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPoli
         .max_by_key(|u| unknown_strictness(*u))
         .unwrap_or(UnknownToolDecision::Ask);
     let Compiler { diags, mut tools } = c;
-    if !diags.is_empty() {
+    // A redactor is missing only when its rules failed, which was reported.
+    let (true, Some(redactor)) = (diags.is_empty(), redactor) else {
         return Err(diags);
-    }
+    };
     tools.active = active;
     Ok(CompiledPolicy {
         version: version_hash(loaded),
@@ -63,9 +64,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPoli
         rules,
         unknown_tools,
         terminate_tools,
-        redactor: redactor.unwrap_or_else(|| {
-            Redactor::compile(false, &[]).expect("an empty rule set always compiles")
-        }),
+        redactor,
         limits,
     })
 }
@@ -191,7 +190,7 @@ fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostics) -> ToolS
                 .with_help("add `type = \"object\"` under `[parameters]`"),
             );
             ok = false;
-        } else if let Err(e) = jsonschema::meta::validate(&m.parameters) {
+        } else if let Err(e) = validate_schema(file, &m.parameters) {
             diags.push(
                 Diagnostic::new(
                     &file.name,
@@ -289,6 +288,17 @@ fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostics) -> ToolS
         }
     }
     set
+}
+
+/// Checks a manifest's schema against the JSON Schema meta-schema. Building
+/// the meta-schema validator is most of a cold start's cost, so a manifest
+/// whose text is byte-for-byte a built-in one (checked by this crate's tests)
+/// is not checked again.
+fn validate_schema(file: &crate::config::SourceFile, schema: &Value) -> Result<(), String> {
+    if crate::config::is_embedded_manifest_text(&file.text) {
+        return Ok(());
+    }
+    jsonschema::meta::validate(schema).map_err(|e| e.to_string())
 }
 
 struct Compiler {
@@ -580,7 +590,10 @@ impl Compiler {
                         .any(|a| a == arg)
                         .then(|| lexical_relative(raw))
                 };
-                if let Some(ex) = &spec.examples {
+                // The embedded default's examples are run by this crate's tests;
+                // re-running them (one builds a 2 MB string) would only slow a cold start.
+                let trusted = layer.file.text == crate::config::embedded_default_policy();
+                if let Some(ex) = spec.examples.as_ref().filter(|_| !trusted) {
                     for (kind, list, want) in [
                         ("match", &ex.matching, true),
                         ("not_match", &ex.not_match, false),
@@ -621,7 +634,7 @@ impl Compiler {
         out
     }
 
-    fn redactor(&mut self, layers: &[PolicyLayer]) -> Option<Redactor> {
+    fn redactor(&mut self, layers: &[PolicyLayer]) -> Option<LazyRedactor> {
         let mut defaults = false;
         let mut specs = Vec::new();
         let mut origin: Vec<(usize, usize)> = Vec::new();
@@ -648,7 +661,7 @@ impl Compiler {
                 );
             }
         }
-        match Redactor::compile(defaults, &specs) {
+        match LazyRedactor::new(defaults, specs.clone()) {
             Ok(r) => Some(r),
             Err(errors) => {
                 for e in errors {
@@ -782,5 +795,56 @@ fn lexical_relative(raw: &str) -> String {
         ".".to_string()
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_examples_hold() {
+        // compile() trusts the embedded default's examples; prove them here by
+        // compiling the same text under another name.
+        let file = crate::config::SourceFile {
+            name: "copy.yaml".into(),
+            path: None,
+            text: format!("{}\n", crate::config::embedded_default_policy()),
+        };
+        let (policy, map) = crate::config::parse::policy(&file).unwrap();
+        assert!(policy.rules.iter().any(|r| r.examples.is_some()));
+        let mut loaded = crate::config::load(&crate::config::ConfigPaths::default()).unwrap();
+        loaded.layers = vec![crate::config::PolicyLayer { file, map, policy }];
+        compile(&loaded, &CompileOptions::default()).unwrap();
+    }
+
+    #[test]
+    fn builtin_manifests_have_valid_schemas() {
+        // The cold-start path skips the meta-schema check for these texts.
+        for (name, text) in crate::config::embedded_manifests() {
+            let m: crate::config::Manifest = toml::from_str(text).unwrap();
+            assert!(jsonschema::meta::validate(&m.parameters).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn invalid_schemas_are_load_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("x.toml"),
+            "name = \"x\"\ndescription = \"d\"\nimplementation = { builtin = \"read\" }\n\n[parameters]\ntype = \"object\"\nproperties.a = { type = \"strnig\" }\n",
+        )
+        .unwrap();
+        let paths = crate::config::ConfigPaths {
+            policies: None,
+            manifests: Some(dir.path().to_path_buf()),
+        };
+        let loaded = crate::config::load(&paths).unwrap();
+        let err = compile(&loaded, &CompileOptions::default()).unwrap_err();
+        let text = err.to_human();
+        assert!(
+            text.contains("x.toml:5:1: error: `[parameters]` is not a valid JSON Schema"),
+            "{text}"
+        );
     }
 }

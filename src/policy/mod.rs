@@ -1,6 +1,6 @@
 //! The compiled policy: what a set of policy files and manifests *means*.
 //!
-//! [`compile`] turns loaded files into one immutable [`CompiledPolicy`]; the
+//! [`compile()`] turns loaded files into one immutable [`CompiledPolicy`]; the
 //! before-hook asks it for a [`Verdict`] on each call, the after-hook uses its
 //! [`Redactor`] and [`Limits`]. Each concern has its own module:
 //!
@@ -29,7 +29,7 @@ pub use crate::config::policy_file::{Decision, UnknownToolDecision};
 pub use compile::{compile, CompileOptions};
 pub use decide::{CallFacts, ToolCall, Verdict};
 pub use paths::Workspace;
-pub use redact::Redactor;
+pub use redact::{LazyRedactor, Redactor};
 
 /// How a tool argument or shell word touches a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -90,8 +90,8 @@ pub struct CompiledPolicy {
     pub unknown_tools: UnknownToolDecision,
     /// Tools whose successful call ends the batch.
     pub terminate_tools: Vec<String>,
-    /// Secret redaction for output.
-    pub redactor: Redactor,
+    /// Secret redaction for output, compiled on first use.
+    pub redactor: LazyRedactor,
     /// Output and time limits.
     pub limits: Limits,
 }

@@ -285,18 +285,19 @@ impl PathRules {
         roots: &[Vec<PathBuf>],
         fact: &PathFact,
     ) -> Option<Finding> {
-        let resolved =
-            match &fact.resolved {
-                Ok(r) => r,
-                Err(e) => return Some(Finding::new(
+        let resolved = match &fact.resolved {
+            Ok(r) => r,
+            Err(e) => {
+                return Some(Finding::new(
                     Decision::Deny,
                     "paths.resolve",
                     format!(
                         "{} `{}` cannot be checked: {e}. Use a plain path inside the workspace.",
                         fact.source, fact.raw
                     ),
-                )),
-            };
+                ))
+            }
+        };
         for (label, path) in [
             ("", &resolved.lexical),
             (" (through a symlink)", &resolved.real),

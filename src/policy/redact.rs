@@ -6,7 +6,7 @@
 //! clean text stays close to one scan no matter how many rules a policy has.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use aho_corasick::AhoCorasick;
@@ -574,6 +574,93 @@ pub fn default_rules() -> Vec<RedactRuleSpec> {
             1,
         ),
     ]
+}
+
+/// A [`Redactor`] compiled on first use.
+///
+/// Compiling the built-in regexes is most of what a cold start costs, and a
+/// before-hook (`eval`, a PreToolUse hook) never redacts. So a policy only
+/// *validates* its own rules at load — a broken rule still fails the load —
+/// and compiles the full set the first time output is redacted.
+pub struct LazyRedactor {
+    defaults: bool,
+    rules: Vec<RedactRuleSpec>,
+    cell: std::sync::OnceLock<Redactor>,
+}
+
+impl fmt::Debug for LazyRedactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazyRedactor")
+            .field("defaults", &self.defaults)
+            .field(
+                "rules",
+                &self.rules.iter().map(|r| &r.id).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl LazyRedactor {
+    /// Checks `rules` (and their ids against the built-in set when
+    /// `defaults`) without compiling the built-in set.
+    pub fn new(
+        defaults: bool,
+        rules: Vec<RedactRuleSpec>,
+    ) -> Result<LazyRedactor, Vec<RedactRuleError>> {
+        let mut errors = match Redactor::compile(false, &rules) {
+            Ok(_) => Vec::new(),
+            Err(e) => e,
+        };
+        if defaults {
+            let builtin: HashSet<String> = default_rules().into_iter().map(|r| r.id).collect();
+            for r in rules.iter().filter(|r| builtin.contains(&r.id)) {
+                errors.push(RedactRuleError {
+                    id: r.id.clone(),
+                    message: format!(
+                        "id `{}` is already used by a built-in rule; choose another id",
+                        r.id
+                    ),
+                });
+            }
+        }
+        if errors.is_empty() {
+            Ok(LazyRedactor {
+                defaults,
+                rules,
+                cell: std::sync::OnceLock::new(),
+            })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The compiled redactor.
+    pub fn get(&self) -> &Redactor {
+        self.cell.get_or_init(|| {
+            // Both halves were checked: the policy's rules in `new`, the
+            // built-in set by this module's tests. Should the built-in set
+            // ever fail anyway, keep the policy's own rules rather than none.
+            Redactor::compile(self.defaults, &self.rules)
+                .or_else(|_| Redactor::compile(false, &self.rules))
+                .or_else(|_| Redactor::compile(false, &[]))
+                .unwrap_or_else(|_| unreachable!("an empty rule set always compiles"))
+        })
+    }
+
+    /// Number of rules, without compiling them.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+            + if self.defaults {
+                default_rules().len()
+            } else {
+                0
+            }
+    }
+
+    /// True when there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 #[cfg(test)]

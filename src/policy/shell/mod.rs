@@ -1,0 +1,286 @@
+//! Shell-command analysis and command-pattern matching.
+//!
+//! A `bash` tool call is only as safe as our understanding of the script it
+//! runs. [`analyze`] splits a script into the simple commands bash would run
+//! (looking through `&&`, pipelines, subshells, control flow, wrappers such as
+//! `sudo`/`env`/`xargs`, and `bash -c` bodies) and lists, in
+//! [`ShellAnalysis::unparsed`], every construct whose effect cannot be known
+//! without running it. The policy layer treats anything unparsed with the
+//! `commands.unparsed` decision, so the analyzer fails closed: a node kind it
+//! does not understand is reported, never skipped.
+//!
+//! [`CommandPattern`] matches policy entries such as `rm -rf` against the
+//! commands found, word by word rather than by substring.
+//!
+//! Layout: this file holds the public types and the parse entry point;
+//! `walk` visits the syntax tree, `command` handles one simple command and
+//! what it runs in turn, `words` does quote removal, `wrappers` knows how
+//! `sudo`/`env`/`xargs`/`bash -c`… hand their arguments on, and `pattern`
+//! matches policy command patterns.
+
+mod command;
+mod pattern;
+#[cfg(test)]
+mod tests;
+mod walk;
+mod words;
+mod wrappers;
+
+use tree_sitter::{Node, Parser};
+
+use crate::policy::Access;
+
+pub use self::pattern::{CommandPattern, MatchMode};
+use self::walk::{Walker, Work};
+use self::wrappers::FIND_EXEC;
+
+/// Longest script analyzed; anything longer is unparsed, which bounds the
+/// parse time and memory a hostile caller can make us spend.
+pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
+
+/// Deepest nesting of `bash -c` bodies, subshells, groups, control-flow
+/// bodies and command substitutions analyzed; deeper input is unparsed, which
+/// keeps recursion bounded.
+pub const MAX_NESTING: usize = 8;
+
+/// One simple command found in a script, after quote removal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// `words[0]` is the program as written (e.g. "/bin/rm"); the rest are its
+    /// arguments, unquoted.
+    pub words: Vec<String>,
+    /// Redirection targets naming files (`> f`, `>> f`, `&> f`, `<> f` are
+    /// Write; `< f` is Read). File-descriptor duplications such as `2>&1` are
+    /// not listed; `/dev/null` is listed like any other file.
+    pub redirects: Vec<(String, Access)>,
+    /// True for a wrapper (env, timeout, nice, nohup, command, exec, builtin,
+    /// xargs, sudo, doas, stdbuf, ionice, time, or a shell running `-c BODY`)
+    /// whose wrapped command is reported separately.
+    pub is_wrapper: bool,
+}
+
+/// Programs that only print their arguments or name shell variables: their
+/// words never name files, so checking them as paths would only produce
+/// false denials.
+const PRINT_ONLY: &[&str] = &[
+    "echo", "printf", "true", "false", ":", "export", "declare", "typeset", "local", "readonly",
+    "unset",
+];
+
+/// Programs whose operands are modified (created, deleted, overwritten or
+/// re-permissioned), so their operands are Write.
+const WRITES_OPERANDS: &[&str] = &[
+    "rm", "rmdir", "unlink", "mv", "cp", "touch", "tee", "truncate", "chmod", "chown", "chgrp",
+    "ln", "mkdir", "install", "shred",
+];
+
+impl SimpleCommand {
+    /// The program's basename: "/usr/bin/rm" -> "rm".
+    pub fn program(&self) -> &str {
+        basename(self.words.first().map(String::as_str).unwrap_or(""))
+    }
+
+    /// Words that may name files, with the access they imply: every non-flag
+    /// argument and the value of `--opt=VALUE`. Write for programs that modify
+    /// their operands (rm, mv, cp, touch, tee, chmod, ..., `dd of=`, `sed -i`,
+    /// `perl -i`, `find -delete`), else Read. Wrappers and print-only programs
+    /// (echo, printf) return nothing; redirect targets are in `redirects`.
+    pub fn file_operands(&self) -> Vec<(&str, Access)> {
+        let mut out = Vec::new();
+        if self.is_wrapper || self.words.is_empty() {
+            return out;
+        }
+        let program = self.program();
+        if PRINT_ONLY.contains(&program) {
+            return out;
+        }
+        let args = &self.words[1..];
+        if program == "dd" {
+            for arg in args {
+                if let Some(v) = arg.strip_prefix("if=") {
+                    out.push((v, Access::Read));
+                } else if let Some(v) = arg.strip_prefix("of=") {
+                    out.push((v, Access::Write));
+                }
+            }
+            return out;
+        }
+        let in_place = match program {
+            "sed" => args.iter().any(|a| {
+                a.starts_with("--in-place") || (is_short_group(a) && a[1..].starts_with('i'))
+            }),
+            "perl" => args
+                .iter()
+                .any(|a| is_short_group(a) && a[1..].contains('i')),
+            "find" => args.iter().any(|a| a == "-delete"),
+            _ => false,
+        };
+        let access = if in_place || WRITES_OPERANDS.contains(&program) {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        let mut options_done = false;
+        let mut i = 0;
+        while i < args.len() {
+            let arg = args[i].as_str();
+            i += 1;
+            // The command run by `find -exec` is reported as its own command;
+            // its words are not find's operands.
+            if program == "find" && FIND_EXEC.contains(&arg) {
+                while i < args.len() && args[i] != ";" && args[i] != "+" {
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            if !options_done && arg == "--" {
+                options_done = true;
+                continue;
+            }
+            if !options_done && is_flag(arg) {
+                if arg.starts_with("--") {
+                    if let Some((_, value)) = arg.split_once('=') {
+                        if !value.is_empty() {
+                            out.push((value, access));
+                        }
+                    }
+                }
+                continue;
+            }
+            out.push((arg, access));
+        }
+        out
+    }
+}
+
+/// Everything found in a script.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShellAnalysis {
+    /// The simple commands the script would run, in source order (a wrapper
+    /// comes before the command it wraps).
+    pub commands: Vec<SimpleCommand>,
+    /// One human-readable reason per construct the analyzer could not account
+    /// for. Empty means every command was accounted for.
+    pub unparsed: Vec<String>,
+}
+
+/// Splits a shell script into its simple commands with tree-sitter-bash.
+pub fn analyze(script: &str) -> ShellAnalysis {
+    let mut out = ShellAnalysis::default();
+    analyze_into(script, 0, &mut out);
+    out
+}
+
+/// [`analyze`] at a given nesting depth, appending to `out`; `bash -c`
+/// bodies re-enter here one level deeper.
+fn analyze_into(script: &str, depth: usize, out: &mut ShellAnalysis) {
+    if depth > MAX_NESTING {
+        out.unparsed
+            .push(format!("nesting deeper than {MAX_NESTING}"));
+        return;
+    }
+    if script.len() > MAX_SCRIPT_BYTES {
+        out.unparsed
+            .push(format!("script longer than {MAX_SCRIPT_BYTES} bytes"));
+        return;
+    }
+    if script.contains('\0') {
+        out.unparsed.push("script contains a NUL byte".to_string());
+        return;
+    }
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .is_err()
+    {
+        out.unparsed
+            .push("the bash grammar could not be loaded".to_string());
+        return;
+    }
+    let Some(tree) = parser.parse(script, None) else {
+        out.unparsed
+            .push("the script could not be parsed".to_string());
+        return;
+    };
+    let root = tree.root_node();
+    if root.has_error() {
+        let near = first_error(root).map_or(root.start_byte(), |n| n.start_byte());
+        let near = floor_char(script, near);
+        // A MISSING node sits at the end of the input; show what precedes it.
+        let text = if script[near..].trim().is_empty() {
+            &script[floor_char(script, near.saturating_sub(40))..]
+        } else {
+            &script[near..]
+        };
+        out.unparsed.push(format!(
+            "could not parse the script near `{}`",
+            snippet(text.trim())
+        ));
+        return;
+    }
+    let mut walker = Walker {
+        src: script,
+        out,
+        stack: Vec::new(),
+    };
+    walker.stack.push(Work::Statement(root, depth));
+    walker.run();
+}
+
+/// Finds the first ERROR or MISSING node with an explicit cursor walk, so a
+/// deeply nested tree cannot overflow the stack.
+fn first_error(root: Node<'_>) -> Option<Node<'_>> {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if node.is_error() || node.is_missing() {
+            return Some(node);
+        }
+        if node.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return None;
+            }
+        }
+    }
+}
+
+/// The largest char boundary of `s` at or below `i`, so excerpts of a
+/// script never split a UTF-8 character.
+fn floor_char(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// A short single-line excerpt for reasons shown to people.
+fn snippet(text: &str) -> String {
+    let mut s: String = text.chars().take(40).collect();
+    if text.chars().count() > 40 {
+        s.push('…');
+    }
+    s.replace('\n', "⏎")
+}
+
+/// The last path component: `/usr/bin/rm` -> `rm`.
+fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// A flag is a word starting with `-`, other than a lone `-` (stdin).
+fn is_flag(word: &str) -> bool {
+    word.starts_with('-') && word != "-"
+}
+
+/// A group of short flags such as `-rf` (not a `--long` option).
+fn is_short_group(word: &str) -> bool {
+    is_flag(word) && !word.starts_with("--")
+}

@@ -1,0 +1,217 @@
+//! Command patterns from policy lists (`rm -rf`, `git push --force`),
+//! matched word by word against analyzed commands, with a small table of
+//! flag aliases so a synonym cannot sidestep a deny entry.
+
+use std::collections::BTreeSet;
+
+use super::{basename, is_flag, SimpleCommand};
+
+/// Which way a pattern's positional words must line up with a command's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchMode {
+    /// For allow lists (a false match would allow too much): the pattern's
+    /// positional words must be the command's FIRST positional (non-flag)
+    /// words, in order.
+    Prefix,
+    /// For deny/ask lists (a missed match would allow too much): the
+    /// pattern's positional words appear in order anywhere among the
+    /// command's positional words (so `git -C dir push` matches `git push`).
+    Anywhere,
+}
+
+/// A flag after alias folding.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Flag {
+    Short(char),
+    Long(String),
+}
+
+/// A command pattern from a policy list such as "rm -rf" or
+/// "git push --force".
+#[derive(Clone, Debug)]
+pub struct CommandPattern {
+    text: String,
+    program: String,
+    positional: Vec<String>,
+    flags: BTreeSet<Flag>,
+}
+
+/// The flag spellings that mean the same thing, so a deny entry cannot be
+/// sidestepped by a synonym. Kept deliberately small:
+/// - `rm`: `-R` and `--recursive` are `-r`; `--force` is `-f`.
+/// - `git ... push`: `-f` and `--force-with-lease` are `--force`, and a
+///   `+refspec` operand (a forced update) also counts as `--force`.
+fn fold_flag(program: &str, git_push: bool, flag: Flag) -> Flag {
+    match (program, flag) {
+        ("rm", Flag::Short('R')) => Flag::Short('r'),
+        ("rm", Flag::Long(l)) if l == "recursive" => Flag::Short('r'),
+        ("rm", Flag::Long(l)) if l == "force" => Flag::Short('f'),
+        ("git", Flag::Short('f')) if git_push => Flag::Long("force".into()),
+        ("git", Flag::Long(l)) if git_push && l == "force-with-lease" => Flag::Long("force".into()),
+        (_, flag) => flag,
+    }
+}
+
+/// `mkfs.ext4` and friends are `mkfs`: the front end only dispatches to them.
+fn program_matches(pattern: &str, program: &str) -> bool {
+    program == pattern || (pattern == "mkfs" && program.starts_with("mkfs.") && program.len() > 5)
+}
+
+/// Splits words into positional words and folded flags.
+fn split_words<'a>(
+    program: &str,
+    git_push: bool,
+    args: impl Iterator<Item = &'a str>,
+) -> (Vec<&'a str>, BTreeSet<Flag>) {
+    let mut positional = Vec::new();
+    let mut flags = BTreeSet::new();
+    let mut options_done = false;
+    for arg in args {
+        if !options_done && arg == "--" {
+            options_done = true;
+        } else if !options_done && is_flag(arg) {
+            if let Some(long) = arg.strip_prefix("--") {
+                let name = long.split_once('=').map_or(long, |(n, _)| n);
+                flags.insert(fold_flag(program, git_push, Flag::Long(name.to_string())));
+            } else {
+                for c in arg[1..].chars() {
+                    flags.insert(fold_flag(program, git_push, Flag::Short(c)));
+                }
+            }
+        } else {
+            if program == "git" && git_push && arg.starts_with('+') && arg.len() > 1 {
+                flags.insert(Flag::Long("force".into()));
+            }
+            positional.push(arg);
+        }
+    }
+    (positional, flags)
+}
+
+impl CommandPattern {
+    /// Parses a pattern; errors say what is wrong and what to write instead.
+    pub fn parse(pattern: &str) -> Result<Self, String> {
+        let words = split_pattern(pattern)?;
+        let Some(first) = words.first() else {
+            return Err("empty command pattern: write a program name such as \"rm -rf\"".into());
+        };
+        let program = basename(first).to_string();
+        if program.is_empty() || is_flag(&program) {
+            return Err(format!(
+                "command pattern `{pattern}` must start with a program name, e.g. \"rm -rf\""
+            ));
+        }
+        let git_push = program == "git" && words[1..].iter().any(|w| w == "push");
+        let (positional, flags) =
+            split_words(&program, git_push, words[1..].iter().map(String::as_str));
+        Ok(CommandPattern {
+            text: pattern.to_string(),
+            positional: positional.into_iter().map(str::to_string).collect(),
+            program,
+            flags,
+        })
+    }
+
+    /// The pattern text as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// True when `cmd` runs this pattern: same program basename, every flag
+    /// of the pattern present (short flags in any grouping and order, after
+    /// alias folding), and the positional words lined up as `mode` says.
+    pub fn matches(&self, cmd: &SimpleCommand, mode: MatchMode) -> bool {
+        if !program_matches(&self.program, cmd.program()) {
+            return false;
+        }
+        let git_push = self.program == "git" && self.positional.iter().any(|w| w == "push");
+        let (positional, flags) = split_words(
+            &self.program,
+            git_push,
+            cmd.words.iter().skip(1).map(String::as_str),
+        );
+        if !self.flags.is_subset(&flags) {
+            return false;
+        }
+        match mode {
+            MatchMode::Prefix => {
+                positional.len() >= self.positional.len()
+                    && self.positional.iter().zip(&positional).all(|(p, c)| p == c)
+            }
+            MatchMode::Anywhere => {
+                let mut rest = positional.iter();
+                self.positional.iter().all(|p| rest.any(|c| c == p))
+            }
+        }
+    }
+}
+
+/// Tokenizes a pattern with shell quoting, refusing anything that is not one
+/// simple command.
+fn split_pattern(pattern: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut current: Option<String> = None;
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => {
+                if let Some(word) = current.take() {
+                    words.push(word);
+                }
+            }
+            '\'' | '"' => {
+                let word = current.get_or_insert_with(String::new);
+                let mut closed = false;
+                while let Some(q) = chars.next() {
+                    if q == c {
+                        closed = true;
+                        break;
+                    }
+                    if c == '"' && q == '\\' {
+                        if let Some(&n) = chars.peek() {
+                            if matches!(n, '"' | '\\' | '$' | '`') {
+                                word.push(n);
+                                chars.next();
+                                continue;
+                            }
+                        }
+                    }
+                    if c == '"' && matches!(q, '$' | '`') {
+                        return Err(format!(
+                            "command pattern `{pattern}` contains an expansion: write the words literally"
+                        ));
+                    }
+                    word.push(q);
+                }
+                if !closed {
+                    return Err(format!(
+                        "command pattern `{pattern}` has a {c} quote that does not close: close it or remove it"
+                    ));
+                }
+            }
+            '\\' => match chars.next() {
+                Some(n) => current.get_or_insert_with(String::new).push(n),
+                None => {
+                    return Err(format!(
+                        "command pattern `{pattern}` ends with a backslash: remove it"
+                    ))
+                }
+            },
+            '&' | '|' | ';' | '<' | '>' | '(' | ')' | '\n' | '`' => {
+                return Err(format!(
+                    "command pattern `{pattern}` contains the shell operator `{c}`: write one simple command per entry"
+                ));
+            }
+            '$' => {
+                return Err(format!(
+                    "command pattern `{pattern}` contains an expansion: write the words literally"
+                ));
+            }
+            _ => current.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if let Some(word) = current {
+        words.push(word);
+    }
+    Ok(words)
+}
