@@ -206,29 +206,16 @@ fn section<T: DeserializeOwned>(
 fn describe_serde_error(file: &SourceFile, map: &SourceMap, path: &str, raw: &str) -> Diagnostic {
     let message = strip_location(raw);
     let shown = display_path(path);
-    if let Some(rest) = message.strip_prefix("unknown field `") {
-        let field = rest.split('`').next().unwrap_or_default();
-        let expected: Vec<&str> = rest
-            .split("expected ")
-            .nth(1)
-            .map(|e| e.split('`').skip(1).step_by(2).collect())
-            .unwrap_or_default();
+    if let Some((field, help)) = unknown_field(&message) {
         // serde_path_to_error's path already ends at the unknown field.
         let parent = path.strip_suffix(&format!(".{field}")).unwrap_or(path);
         let pos = map.key(&format!("{parent}.{field}"));
-        let mut d = Diagnostic::new(
+        let d = Diagnostic::new(
             &file.name,
             pos,
             format!("unknown field `{field}` in `{}`", display_path(parent)),
         );
-        d = match did_you_mean(field, &expected) {
-            Some(s) => d.with_help(format!("did you mean `{s}`?")),
-            None if !expected.is_empty() => {
-                d.with_help(format!("expected one of {}", quote_list(&expected)))
-            }
-            None => d.with_help("remove it"),
-        };
-        return d;
+        return d.with_help(help);
     }
     if let Some(rest) = message.strip_prefix("missing field `") {
         let field = rest.split('`').next().unwrap_or_default();
@@ -267,6 +254,24 @@ fn describe_serde_error(file: &SourceFile, map: &SourceMap, path: &str, raw: &st
     .with_help("see `toolgate schema policy` for the format")
 }
 
+/// For serde's "unknown field `x`, expected one of `a`, `b`": the field and
+/// a "did you mean" (or "expected one of") hint.
+fn unknown_field(message: &str) -> Option<(String, String)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let field = rest.split('`').next().unwrap_or_default();
+    let expected: Vec<&str> = rest
+        .split("expected ")
+        .nth(1)
+        .map(|e| e.split('`').skip(1).step_by(2).collect())
+        .unwrap_or_default();
+    let help = match did_you_mean(field, &expected) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None if !expected.is_empty() => format!("expected one of {}", quote_list(&expected)),
+        None => "remove it".to_string(),
+    };
+    Some((field.to_string(), help))
+}
+
 fn strip_location(message: &str) -> String {
     // serde_yaml appends " at line L column C"; the diagnostic carries it already.
     match message.find(" at line ") {
@@ -291,19 +296,9 @@ pub fn manifest(file: &SourceFile) -> Result<Manifest, Diagnostics> {
             .map(|s| position_of(&file.text, s.start))
             .unwrap_or_default();
         let message = e.message().trim().to_string();
-        let help = if let Some(rest) = message.strip_prefix("unknown field `") {
-            let field = rest.split('`').next().unwrap_or_default();
-            let expected: Vec<&str> = rest
-                .split("expected ")
-                .nth(1)
-                .map(|e| e.split('`').skip(1).step_by(2).collect())
-                .unwrap_or_default();
-            match did_you_mean(field, &expected) {
-                Some(s) => format!("did you mean `{s}`?"),
-                None => format!("expected one of {}", quote_list(&expected)),
-            }
-        } else {
-            "see `toolgate schema manifest` for the format".to_string()
+        let help = match unknown_field(&message) {
+            Some((_, help)) => help,
+            None => "see `toolgate schema manifest` for the format".to_string(),
         };
         Diagnostic::new(&file.name, pos, format!("invalid manifest: {message}"))
             .with_help(help)
