@@ -6,6 +6,10 @@
 //! decisions take the strictest layer's value, limits take the smallest, and
 //! each layer's `roots` must all contain a path.
 
+mod manifests;
+
+use manifests::compile_tools;
+
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -16,13 +20,12 @@ use super::paths::{GlobList, PathRules, RootSet};
 use super::redact::{LazyRedactor, RedactRuleSpec};
 use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
 use super::shell::CommandPattern;
-use super::tools::{ToolInfo, ToolSet, BUILTINS};
+use super::tools::{ToolInfo, ToolSet};
 use super::{CompiledPolicy, Decision, Limits, UnknownToolDecision};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
-use crate::config::manifest::Implementation;
-use crate::config::parse::{display_path, position_of};
+use crate::config::parse::display_path;
 use crate::config::policy_file::{parse_duration, CommandEntry};
-use crate::config::{Loaded, LoadedManifest, PolicyLayer};
+use crate::config::{Loaded, PolicyLayer};
 
 /// Choices made at compile time rather than in the files.
 #[derive(Clone, Debug, Default)]
@@ -99,206 +102,6 @@ fn version_hash(loaded: &Loaded) -> String {
         feed(m.file.text.as_bytes());
     }
     format!("{h:016x}")
-}
-
-/// The line where `key` is first assigned or opens a table, for manifest
-/// errors that have no span of their own.
-fn toml_key_position(text: &str, key: &str) -> Position {
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim_start();
-        if t.starts_with(&format!("[{key}"))
-            || t.starts_with(&format!("{key} "))
-            || t.starts_with(&format!("{key}="))
-            || t.starts_with(&format!("{key}."))
-        {
-            return Position {
-                line: i + 1,
-                col: line.len() - t.len() + 1,
-            };
-        }
-    }
-    Position { line: 1, col: 1 }
-}
-
-fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostics) -> ToolSet {
-    let mut set = ToolSet::default();
-    for lm in manifests {
-        let m = &lm.manifest;
-        let file = &lm.file;
-        let at_span = |span: std::ops::Range<usize>| position_of(&file.text, span.start);
-        let name = m.name.get_ref().clone();
-        let mut ok = true;
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            || name.len() > 64
-        {
-            diags.push(
-                Diagnostic::new(
-                    &file.name,
-                    at_span(m.name.span()),
-                    format!("invalid tool name `{name}`"),
-                )
-                .with_help("use 1-64 letters, digits, `_` or `-`"),
-            );
-            ok = false;
-        }
-        if let Some(prev) = set.tools.get(&name) {
-            diags.push(
-                Diagnostic::new(
-                    &file.name,
-                    at_span(m.name.span()),
-                    format!("tool `{name}` is already defined in {}", prev.file),
-                )
-                .with_help("give each manifest a unique `name`"),
-            );
-            ok = false;
-        }
-        match &m.implementation {
-            Implementation::Builtin(b) if !BUILTINS.contains(&b.as_str()) => {
-                diags.push(
-                    Diagnostic::new(
-                        &file.name,
-                        toml_key_position(&file.text, "implementation"),
-                        format!("unknown builtin `{b}`"),
-                    )
-                    .with_help(format!(
-                        "use one of {}, or `exec = [...]`",
-                        BUILTINS.join(", ")
-                    )),
-                );
-                ok = false;
-            }
-            Implementation::Exec(argv)
-                if argv.is_empty() || argv[0].is_empty() || argv[0].contains('{') =>
-            {
-                diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, "implementation"), "`exec` must start with a fixed program name")
-                    .with_help("write e.g. `exec = [\"rg\", \"--json\", \"{pattern}\"]`; the program itself cannot come from an argument"));
-                ok = false;
-            }
-            _ => {}
-        }
-        let schema_pos = toml_key_position(&file.text, "parameters");
-        if m.parameters.get("type").and_then(Value::as_str) != Some("object") {
-            diags.push(
-                Diagnostic::new(
-                    &file.name,
-                    schema_pos,
-                    "`[parameters]` must be a JSON Schema with `type = \"object\"`",
-                )
-                .with_help("add `type = \"object\"` under `[parameters]`"),
-            );
-            ok = false;
-        } else if let Err(e) = validate_schema(file, &m.parameters) {
-            diags.push(
-                Diagnostic::new(
-                    &file.name,
-                    schema_pos,
-                    format!("`[parameters]` is not a valid JSON Schema: {e}"),
-                )
-                .with_help("fix the schema (JSON Schema 2020-12, written as TOML)"),
-            );
-            ok = false;
-        }
-        let props = m.parameters.get("properties").and_then(Value::as_object);
-        let prop_type = |arg: &str| {
-            props
-                .and_then(|p| p.get(arg))
-                .map(|p| p.get("type").and_then(Value::as_str).unwrap_or(""))
-        };
-        let mut path_args = Vec::new();
-        for (arg, access) in &m.effects.paths {
-            match prop_type(arg.get_ref()) {
-                Some("string") => path_args.push((arg.get_ref().clone(), (*access).into())),
-                Some(t) => {
-                    diags.push(
-                        Diagnostic::new(
-                            &file.name,
-                            at_span(arg.span()),
-                            format!(
-                                "path argument `{}` has type `{t}`; path arguments must be strings",
-                                arg.get_ref()
-                            ),
-                        )
-                        .with_help("declare it with `type = \"string\"`"),
-                    );
-                    ok = false;
-                }
-                None => {
-                    diags.push(
-                        Diagnostic::new(
-                            &file.name,
-                            at_span(arg.span()),
-                            format!(
-                                "`effects.paths` names `{}`, which is not a parameter of `{name}`",
-                                arg.get_ref()
-                            ),
-                        )
-                        .with_help("name a property of `[parameters]`"),
-                    );
-                    ok = false;
-                }
-            }
-        }
-        let mut command_arg = None;
-        if let Some(cmd) = &m.effects.command {
-            if prop_type(cmd.get_ref()) == Some("string") {
-                command_arg = Some(cmd.get_ref().clone());
-            } else {
-                diags.push(Diagnostic::new(&file.name, at_span(cmd.span()), format!("`effects.command` names `{}`, which is not a string parameter of `{name}`", cmd.get_ref()))
-                    .with_help("name a property of `[parameters]` with `type = \"string\"`"));
-                ok = false;
-            }
-        }
-        for (i, step) in m.prepare.iter().enumerate() {
-            let set_count = [
-                step.rename.is_some(),
-                step.parse_json.is_some(),
-                step.wrap.is_some(),
-            ]
-            .iter()
-            .filter(|b| **b)
-            .count();
-            if set_count != 1 {
-                diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, "[[prepare"), format!("prepare step {} must have exactly one of `rename`, `parse_json`, `wrap`", i + 1))
-                    .with_help("split it into one `[[prepare]]` table per step"));
-                ok = false;
-            }
-        }
-        for (cli, dialect) in &m.dialects {
-            for target in dialect.args.values() {
-                if prop_type(target).is_none() {
-                    diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, &format!("[dialects.{cli}")), format!("dialect `{cli}` maps onto `{target}`, which is not a parameter of `{name}`"))
-                        .with_help("map each of the CLI's arguments onto a property of `[parameters]`"));
-                    ok = false;
-                }
-            }
-        }
-        if ok {
-            set.tools.insert(
-                name,
-                ToolInfo {
-                    manifest: m.clone(),
-                    file: file.name.clone(),
-                    path_args,
-                    command_arg,
-                },
-            );
-        }
-    }
-    set
-}
-
-/// Checks a manifest's schema against the JSON Schema meta-schema. Building
-/// the meta-schema validator is most of a cold start's cost, so a manifest
-/// whose text is byte-for-byte a built-in one (checked by this crate's tests)
-/// is not checked again.
-fn validate_schema(file: &crate::config::SourceFile, schema: &Value) -> Result<(), String> {
-    if crate::config::is_embedded_manifest_text(&file.text) {
-        return Ok(());
-    }
-    jsonschema::meta::validate(schema).map_err(|e| e.to_string())
 }
 
 struct Compiler {
@@ -816,35 +619,5 @@ mod tests {
         let mut loaded = crate::config::load(&crate::config::ConfigPaths::default()).unwrap();
         loaded.layers = vec![crate::config::PolicyLayer { file, map, policy }];
         compile(&loaded, &CompileOptions::default()).unwrap();
-    }
-
-    #[test]
-    fn builtin_manifests_have_valid_schemas() {
-        // The cold-start path skips the meta-schema check for these texts.
-        for (name, text) in crate::config::embedded_manifests() {
-            let m: crate::config::Manifest = toml::from_str(text).unwrap();
-            assert!(jsonschema::meta::validate(&m.parameters).is_ok(), "{name}");
-        }
-    }
-
-    #[test]
-    fn invalid_schemas_are_load_errors() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("x.toml"),
-            "name = \"x\"\ndescription = \"d\"\nimplementation = { builtin = \"read\" }\n\n[parameters]\ntype = \"object\"\nproperties.a = { type = \"strnig\" }\n",
-        )
-        .unwrap();
-        let paths = crate::config::ConfigPaths {
-            policies: None,
-            manifests: Some(dir.path().to_path_buf()),
-        };
-        let loaded = crate::config::load(&paths).unwrap();
-        let err = compile(&loaded, &CompileOptions::default()).unwrap_err();
-        let text = err.to_human();
-        assert!(
-            text.contains("x.toml:5:1: error: `[parameters]` is not a valid JSON Schema"),
-            "{text}"
-        );
     }
 }
