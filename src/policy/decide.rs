@@ -193,9 +193,14 @@ fn gather_shell(ws: &Workspace, script: &str) -> ShellFacts {
                 return;
             }
             for path in expand_shell_glob(ws, &join_base(base, word), MAX_GLOB_EXPANSION) {
+                let resolved = paths::resolve(ws, &path);
+                // A plain word is held to the roots when it looks like a path,
+                // or when it leads somewhere else through a symlink: `cat link`
+                // must not read what `link` points to outside the workspace.
+                let through_symlink = resolved.as_ref().is_ok_and(|r| r.real != r.lexical);
                 facts.push(PathFact {
-                    check_roots: looks_like_path(&path),
-                    resolved: paths::resolve(ws, &path),
+                    check_roots: looks_like_path(&path) || through_symlink,
+                    resolved,
                     raw: path,
                     access,
                     source: source.clone(),
