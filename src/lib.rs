@@ -14,8 +14,10 @@
 //! ```
 
 pub mod config;
+pub mod executor;
 pub mod policy;
 pub mod testing;
+pub mod tools;
 
 pub use config::{ConfigPaths, Diagnostic, Diagnostics};
 pub use policy::{compile, CompileOptions, CompiledPolicy, Decision, ToolCall, Verdict, Workspace};

@@ -68,7 +68,7 @@ pub fn resolve(ws: &Workspace, raw: &str) -> Result<ResolvedPath, String> {
 }
 
 /// `@x` -> `x`, `file:///x` -> `/x`, `~/x` -> `$HOME/x`.
-fn expand(ws: &Workspace, raw: &str) -> PathBuf {
+pub(crate) fn expand(ws: &Workspace, raw: &str) -> PathBuf {
     let mut s = raw.strip_prefix('@').unwrap_or(raw);
     if let Some(rest) = s.strip_prefix("file://") {
         // file://host/path is not a local file; keep only the path part.

@@ -1,0 +1,1 @@
+//! The shared executor: Pi's tool pipeline around the policy.

@@ -1,0 +1,201 @@
+//! Tools: the seven built-in tools (read, write, edit, bash, grep, find, ls)
+//! and the exec tools a manifest declares.
+//!
+//! A tool only *does* things. Whether it may is the policy's business and was
+//! decided before [`Tool::execute`] is called; what the model sees of its
+//! output is the after-hook's. What a tool still owns is doing its I/O safely:
+//! file access goes through the [`Sandbox`] (a capability directory per root,
+//! so a symlink swapped in after the policy check cannot lead outside), writes
+//! are atomic, and processes run in their own process group so that a timeout
+//! or cancellation kills all of them.
+//!
+//! Errors are values: a tool returns [`ToolError`] with the exact text the
+//! model should read, and the executor turns it into an error result.
+
+mod mutation;
+mod sandbox;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::manifest::Implementation;
+use crate::policy::tools::ToolInfo;
+use crate::policy::Limits;
+
+pub use mutation::{MutationGuard, MutationQueues};
+pub use sandbox::Sandbox;
+
+/// One block of a tool result, shaped like an MCP content block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Content {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Base64 of the bytes.
+        data: String,
+        /// e.g. `image/png`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// Audio, base64-encoded.
+    Audio {
+        /// Base64 of the bytes.
+        data: String,
+        /// e.g. `audio/wav`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// An embedded resource, passed through as MCP shapes it.
+    Resource {
+        /// `{uri, mimeType, text | blob}`.
+        resource: Value,
+    },
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Content {
+        Content::Text { text: text.into() }
+    }
+}
+
+/// What a tool produced: content for the model, details for programs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    /// What the model reads.
+    pub content: Vec<Content>,
+    /// Structured extras (truncation info, diffs, …); `{}`-like when none.
+    pub details: Value,
+}
+
+impl ToolOutput {
+    /// A text-only output with no details.
+    pub fn text(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: vec![Content::text(text)],
+            details: Value::Object(Default::default()),
+        }
+    }
+
+    /// A text-only output with details.
+    pub fn with_details(text: impl Into<String>, details: Value) -> ToolOutput {
+        ToolOutput {
+            content: vec![Content::text(text)],
+            details,
+        }
+    }
+}
+
+/// A failed tool call: the message is exactly what the model reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolError {
+    /// The error text (Pi's wording for built-in tools).
+    pub message: String,
+    /// Structured extras kept with the error (e.g. the full-output file of a
+    /// failed command); `Value::Null` when none.
+    pub details: Value,
+}
+
+impl ToolError {
+    /// An error with no details.
+    pub fn new(message: impl Into<String>) -> ToolError {
+        ToolError {
+            message: message.into(),
+            details: Value::Null,
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<std::io::Error> for ToolError {
+    fn from(e: std::io::Error) -> ToolError {
+        ToolError::new(e.to_string())
+    }
+}
+
+/// Receives a tool's partial results while it runs. The executor redacts each
+/// one before any observer sees it, and drops those sent after the tool ends.
+#[derive(Clone)]
+pub struct Progress(Arc<dyn Fn(ToolOutput) + Send + Sync>);
+
+impl Progress {
+    /// Progress delivered to `f`.
+    pub fn new(f: impl Fn(ToolOutput) + Send + Sync + 'static) -> Progress {
+        Progress(Arc::new(f))
+    }
+
+    /// Progress that goes nowhere.
+    pub fn none() -> Progress {
+        Progress::new(|_| {})
+    }
+
+    /// Reports a partial result.
+    pub fn update(&self, partial: ToolOutput) {
+        (self.0)(partial)
+    }
+}
+
+impl fmt::Debug for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
+/// Everything a tool may use while it runs.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// The call's id.
+    pub call_id: String,
+    /// Where files may be opened.
+    pub sandbox: Arc<Sandbox>,
+    /// The policy's time and output limits.
+    pub limits: Limits,
+    /// Set when the call is cancelled; tools stop and kill what they started.
+    pub cancel: CancellationToken,
+    /// Where partial results go.
+    pub progress: Progress,
+    /// Per-file FIFO queues that serialize writes and edits of one file.
+    pub mutations: Arc<MutationQueues>,
+}
+
+/// A future returned by [`Tool::execute`].
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+
+/// Something the executor can run. Arguments arrive prepared, coerced and
+/// validated against the tool's schema, and allowed by the policy.
+pub trait Tool: Send + Sync + fmt::Debug {
+    /// Runs the tool. Returning `Err` makes an error result with its message.
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> ToolFuture<'a>;
+}
+
+/// The implementation a manifest names: a built-in tool, or an exec tool.
+/// `None` for a built-in name that does not exist (manifest compilation
+/// rejects those, so this does not happen for a compiled policy).
+pub fn from_manifest(info: &ToolInfo) -> Option<Arc<dyn Tool>> {
+    match &info.manifest.implementation {
+        Implementation::Builtin(name) => builtin(name),
+        Implementation::Exec(_) => None,
+    }
+}
+
+/// A built-in tool by name.
+pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
+    let _ = name;
+    None
+}
