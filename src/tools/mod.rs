@@ -14,6 +14,7 @@
 
 mod mutation;
 mod sandbox;
+pub mod truncate;
 
 use std::fmt;
 use std::future::Future;
