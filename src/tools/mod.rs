@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::manifest::Implementation;
 use crate::policy::tools::ToolInfo;
-use crate::policy::Limits;
+use crate::policy::{CompiledPolicy, Limits};
 
 pub use mutation::{MutationGuard, MutationQueues};
 pub use sandbox::Sandbox;
@@ -165,6 +165,9 @@ pub struct ToolContext {
     pub call_id: String,
     /// Where files may be opened.
     pub sandbox: Arc<Sandbox>,
+    /// The policy snapshot the call was allowed by (search tools use its
+    /// deny globs to skip files the model may not see).
+    pub policy: Arc<CompiledPolicy>,
     /// The policy's time and output limits.
     pub limits: Limits,
     /// Set when the call is cancelled; tools stop and kill what they started.
@@ -173,6 +176,33 @@ pub struct ToolContext {
     pub progress: Progress,
     /// Per-file FIFO queues that serialize writes and edits of one file.
     pub mutations: Arc<MutationQueues>,
+}
+
+impl ToolContext {
+    /// A context for running tools outside a batch (tests, benches): the
+    /// workspace plus the policy's roots, the policy's limits, a fresh
+    /// cancellation token, no progress, its own mutation queues.
+    pub fn standalone(
+        workspace: &std::path::Path,
+        policy: Arc<CompiledPolicy>,
+    ) -> std::io::Result<ToolContext> {
+        let workspace = crate::policy::Workspace::new(workspace)?;
+        let roots: Vec<_> = policy
+            .paths
+            .resolved_roots(&workspace)
+            .into_iter()
+            .flatten()
+            .collect();
+        Ok(ToolContext {
+            call_id: String::new(),
+            sandbox: Arc::new(Sandbox::new(workspace, &roots)?),
+            limits: policy.limits,
+            policy,
+            cancel: CancellationToken::new(),
+            progress: Progress::none(),
+            mutations: Arc::new(MutationQueues::default()),
+        })
+    }
 }
 
 /// A future returned by [`Tool::execute`].
