@@ -1,1 +1,216 @@
-//! The shared executor: Pi's tool pipeline around the policy.
+//! The shared executor: Pi's tool pipeline, wrapped by the policy.
+//!
+//! Every front-end (the CLI's `call`, the MCP server, benches) hands calls to
+//! one [`Executor`]. For each call it runs Pi 1.6's steps — resolve among the
+//! active tools, [`prepare`], [`coerce`] and validate, the policy's
+//! before-hook, execute with cancellation and progress, the after-hook — and
+//! turns every failure into an error result linked to its call. Batches run
+//! in parallel (or sequentially when the batch or a tool asks) with Pi's
+//! event order; see [`batch`](self) for the scheduling rules.
+//!
+//! The policy can be replaced at any time ([`Executor::set_policy`]); a batch
+//! keeps the [`Snapshot`] it started with, so a reload never changes the
+//! rules under a running call.
+
+mod after;
+mod batch;
+mod coerce;
+mod events;
+mod pipeline;
+mod prepare;
+mod validate;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::ArcSwap;
+use tokio_util::sync::CancellationToken;
+
+use crate::policy::tools::ToolInfo;
+use crate::policy::{CompiledPolicy, ToolCall, Verdict, Workspace};
+use crate::tools::{self, MutationQueues, Sandbox, Tool};
+
+pub use coerce::coerce;
+pub use events::{Event, EventSink, ToolResult};
+pub use prepare::prepare;
+pub use validate::{failure_message, ArgumentSchema};
+
+/// Puts an `ask` decision to a person. Front-ends that can ask (MCP
+/// elicitation) provide one; without it, `ask` blocks the call with a reason
+/// that says approval is required.
+pub trait Approver: Send + Sync {
+    /// Resolves to true when the call may run.
+    fn approve<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        verdict: &'a Verdict,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
+}
+
+/// How one batch runs.
+#[derive(Clone, Default)]
+pub struct BatchOptions {
+    /// Where events go; none when nobody watches.
+    pub events: Option<EventSink>,
+    /// Cancels the whole batch. Cancelled calls still get their events and an
+    /// `Operation aborted` result (or the tool's own abort error).
+    pub cancel: CancellationToken,
+    /// Who answers `ask`.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Run one call at a time even when every tool is parallel.
+    pub sequential: bool,
+    /// The model's message was cut off by its output token limit: its calls'
+    /// arguments may be truncated, so none of them runs.
+    pub stopped_for_length: bool,
+}
+
+/// What a batch produced.
+#[derive(Clone, Debug)]
+pub struct BatchOutcome {
+    /// One result per call, in source order.
+    pub results: Vec<ToolResult>,
+    /// True when the batch is non-empty and every result asks to terminate.
+    pub terminate: bool,
+}
+
+/// One tool as a snapshot runs it: manifest, implementation, and its
+/// argument schema (compiled on first use, so start-up stays fast).
+struct RunnableTool {
+    info: ToolInfo,
+    implementation: Arc<dyn Tool>,
+    schema: OnceLock<Result<ArgumentSchema, String>>,
+}
+
+impl RunnableTool {
+    fn schema(&self) -> &Result<ArgumentSchema, String> {
+        self.schema
+            .get_or_init(|| ArgumentSchema::compile(self.info.schema()))
+    }
+}
+
+/// A compiled policy with everything derived from it: the runnable tools and
+/// the sandbox of its roots. Immutable; a batch holds one for its lifetime.
+pub struct Snapshot {
+    /// The policy every decision of the batch is made by.
+    pub policy: Arc<CompiledPolicy>,
+    tools: HashMap<String, RunnableTool>,
+    sandbox: Arc<Sandbox>,
+}
+
+impl Snapshot {
+    fn build(
+        policy: Arc<CompiledPolicy>,
+        workspace: &Workspace,
+        overrides: &HashMap<String, Arc<dyn Tool>>,
+    ) -> io::Result<Snapshot> {
+        let roots: Vec<_> = policy
+            .paths
+            .resolved_roots(workspace)
+            .into_iter()
+            .flatten()
+            .collect();
+        let sandbox = Arc::new(Sandbox::new(workspace.clone(), &roots)?);
+        let mut runnable = HashMap::new();
+        for info in policy.tools.tools.values() {
+            let implementation = overrides
+                .get(info.name())
+                .cloned()
+                .or_else(|| tools::from_manifest(info));
+            if let Some(implementation) = implementation {
+                runnable.insert(
+                    info.name().to_string(),
+                    RunnableTool {
+                        info: info.clone(),
+                        implementation,
+                        schema: OnceLock::new(),
+                    },
+                );
+            }
+        }
+        Ok(Snapshot {
+            policy,
+            tools: runnable,
+            sandbox,
+        })
+    }
+
+    /// An active tool the snapshot can run.
+    fn active(&self, name: &str) -> Option<&RunnableTool> {
+        if !self.policy.tools.is_active(name) {
+            return None;
+        }
+        self.tools.get(name)
+    }
+}
+
+/// Runs tool calls through the policy; shared by every front-end.
+pub struct Executor {
+    workspace: Workspace,
+    current: ArcSwap<Snapshot>,
+    overrides: HashMap<String, Arc<dyn Tool>>,
+    mutations: Arc<MutationQueues>,
+}
+
+impl Executor {
+    /// An executor for `workspace` under `policy`.
+    pub fn new(policy: Arc<CompiledPolicy>, workspace: Workspace) -> io::Result<Executor> {
+        Executor::with_tools(policy, workspace, HashMap::new())
+    }
+
+    /// Like [`Executor::new`], with some tools' implementations replaced by
+    /// name (tests and benches use this to run tools with known timing; the
+    /// manifest still decides schema, activity and policy).
+    pub fn with_tools(
+        policy: Arc<CompiledPolicy>,
+        workspace: Workspace,
+        overrides: HashMap<String, Arc<dyn Tool>>,
+    ) -> io::Result<Executor> {
+        let snapshot = Snapshot::build(policy, &workspace, &overrides)?;
+        Ok(Executor {
+            workspace,
+            current: ArcSwap::from_pointee(snapshot),
+            overrides,
+            mutations: Arc::new(MutationQueues::default()),
+        })
+    }
+
+    /// Replaces the policy for batches that start from now on; running
+    /// batches finish on the snapshot they started with.
+    pub fn set_policy(&self, policy: Arc<CompiledPolicy>) -> io::Result<()> {
+        let snapshot = Snapshot::build(policy, &self.workspace, &self.overrides)?;
+        self.current.store(Arc::new(snapshot));
+        Ok(())
+    }
+
+    /// The snapshot new batches use.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// The workspace calls run in.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// Runs one batch of calls (one assistant message's tool calls).
+    pub async fn run_batch(&self, calls: Vec<ToolCall>, options: BatchOptions) -> BatchOutcome {
+        let run = batch::BatchRun {
+            snapshot: self.snapshot(),
+            mutations: self.mutations.clone(),
+            options,
+        };
+        run.run(calls).await
+    }
+
+    /// Runs a single call: a batch of one.
+    pub async fn run_call(&self, call: ToolCall, options: BatchOptions) -> ToolResult {
+        let mut outcome = self.run_batch(vec![call], options).await;
+        outcome.results.remove(0)
+    }
+}
+
+#[cfg(test)]
+mod tests;

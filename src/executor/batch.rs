@@ -1,0 +1,185 @@
+//! Scheduling a batch, with Pi 1.6's event order.
+//!
+//! - **Sequential** (asked for by the batch, or by any called tool's
+//!   manifest): start, end, result for call 1; then call 2; …
+//! - **Parallel** (default): preflight runs in source order and immediate
+//!   outcomes end during preflight; the allowed calls then start together;
+//!   end events come in completion order; result events come in source order
+//!   once all are done.
+//! - **Stopped for length**: every call fails without running.
+//! - **Termination**: the batch terminates only when it is non-empty and every
+//!   result asks to.
+
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+
+use super::events::{Event, ToolResult};
+use super::pipeline::{self, Preflight, ABORTED};
+use super::{BatchOptions, BatchOutcome, Snapshot};
+use crate::config::manifest::ExecutionMode;
+use crate::policy::ToolCall;
+use crate::tools::MutationQueues;
+
+/// One batch on one snapshot.
+pub struct BatchRun {
+    pub snapshot: Arc<Snapshot>,
+    pub mutations: Arc<MutationQueues>,
+    pub options: BatchOptions,
+}
+
+impl BatchRun {
+    fn emit(&self, event: Event) {
+        if let Some(events) = &self.options.events {
+            events.emit(&event);
+        }
+    }
+
+    fn start(&self, call: &ToolCall) {
+        self.emit(Event::ToolExecutionStart {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            args: call.arguments.clone(),
+        });
+    }
+
+    fn end(&self, result: &ToolResult) {
+        emit_end(&self.options, result);
+    }
+
+    /// Runs every call; one result per call, in source order.
+    pub async fn run(self, calls: Vec<ToolCall>) -> BatchOutcome {
+        let results = if self.options.stopped_for_length {
+            self.fail_all_for_length(&calls)
+        } else if self.is_sequential(&calls) {
+            self.run_sequential(&calls).await
+        } else {
+            let results = self.run_parallel(calls).await;
+            for r in &results {
+                self.emit(Event::ToolResult { result: r.clone() });
+            }
+            results
+        };
+        let terminate = !results.is_empty() && results.iter().all(|r| r.terminate);
+        BatchOutcome { results, terminate }
+    }
+
+    fn is_sequential(&self, calls: &[ToolCall]) -> bool {
+        self.options.sequential
+            || calls.iter().any(|c| {
+                self.snapshot
+                    .policy
+                    .tools
+                    .get(&c.name)
+                    .is_some_and(|t| t.manifest.execution_mode == ExecutionMode::Sequential)
+            })
+    }
+
+    fn fail_all_for_length(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
+        calls
+            .iter()
+            .map(|call| {
+                self.start(call);
+                let mut r = ToolResult::error(
+                    &call.id,
+                    &call.name,
+                    pipeline::stopped_for_length(&call.name),
+                );
+                r.policy_version = self.snapshot.policy.version.clone();
+                self.end(&r);
+                self.emit(Event::ToolResult { result: r.clone() });
+                r
+            })
+            .collect()
+    }
+
+    async fn run_sequential(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            self.start(call);
+            let result = match pipeline::preflight(&self.snapshot, call, &self.options).await {
+                Preflight::Immediate(r) => *r,
+                Preflight::Ready(p) => {
+                    pipeline::execute(&self.snapshot, &self.mutations, *p, &self.options).await
+                }
+            };
+            self.end(&result);
+            self.emit(Event::ToolResult {
+                result: result.clone(),
+            });
+            results.push(result);
+        }
+        results
+    }
+
+    async fn run_parallel(&self, calls: Vec<ToolCall>) -> Vec<ToolResult> {
+        let mut slots: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
+        let mut ready = Vec::new();
+        for (index, call) in calls.iter().enumerate() {
+            self.start(call);
+            match pipeline::preflight(&self.snapshot, call, &self.options).await {
+                Preflight::Immediate(r) => {
+                    self.end(&r);
+                    slots.push(Some(*r));
+                }
+                Preflight::Ready(p) => {
+                    slots.push(None);
+                    ready.push((index, p));
+                }
+            }
+        }
+        let mut running = JoinSet::new();
+        for (index, prepared) in ready {
+            let snapshot = self.snapshot.clone();
+            let mutations = self.mutations.clone();
+            let options = self.options.clone();
+            running.spawn(async move {
+                // Deferred calls re-check cancellation before they execute.
+                let result = if options.cancel.is_cancelled() {
+                    let mut r = ToolResult::error(&prepared.call.id, &prepared.call.name, ABORTED);
+                    r.policy_version = snapshot.policy.version.clone();
+                    r
+                } else {
+                    pipeline::execute(&snapshot, &mutations, *prepared, &options).await
+                };
+                emit_end(&options, &result);
+                (index, result)
+            });
+        }
+        while let Some(joined) = running.join_next().await {
+            // Execute catches tool panics itself; a failure here is ours.
+            if let Ok((index, result)) = joined {
+                slots[index] = Some(result);
+            }
+        }
+        slots
+            .into_iter()
+            .zip(calls.iter())
+            .map(|(slot, call)| {
+                slot.unwrap_or_else(|| {
+                    let r = ToolResult::error(
+                        &call.id,
+                        &call.name,
+                        format!(
+                            "Tool {} failed inside toolgate; its result is unknown.",
+                            call.name
+                        ),
+                    );
+                    emit_end(&self.options, &r);
+                    r
+                })
+            })
+            .collect()
+    }
+}
+
+fn emit_end(options: &BatchOptions, result: &ToolResult) {
+    if let Some(events) = &options.events {
+        events.emit(&Event::ToolExecutionEnd {
+            id: result.id.clone(),
+            name: result.name.clone(),
+            result: result.clone(),
+            duration_ms: result.duration.map(|d| d.as_millis() as u64),
+        });
+    }
+}

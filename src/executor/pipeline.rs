@@ -1,0 +1,232 @@
+//! The steps of one call: preflight (resolve, prepare, coerce and validate,
+//! before-hook), execute, finalize (after-hook).
+//!
+//! Preflight either yields a call ready to run or an *immediate* result
+//! (unknown tool, invalid arguments, blocked, aborted) that skips execution
+//! and the after-hook, as in Pi.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::after;
+use super::coerce::coerce;
+use super::events::{empty_details, Event, ToolResult};
+use super::prepare::prepare;
+use super::validate::failure_message;
+use super::{BatchOptions, Snapshot};
+use crate::policy::{Decision, ToolCall, Verdict};
+use crate::tools::{Content, MutationQueues, Progress, Tool, ToolContext};
+
+/// Pi's text for a call cancelled before it ran.
+pub const ABORTED: &str = "Operation aborted";
+
+/// A call that passed preflight.
+pub struct Prepared {
+    pub call: ToolCall,
+    pub args: Value,
+    pub verdict: Verdict,
+    pub implementation: Arc<dyn Tool>,
+}
+
+/// What preflight decided.
+pub enum Preflight {
+    /// Finished without running: the result is final.
+    Immediate(Box<ToolResult>),
+    /// Ready to execute.
+    Ready(Box<Prepared>),
+}
+
+/// Steps 2-5 for one call.
+pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOptions) -> Preflight {
+    let immediate = |message: String| {
+        let mut r = ToolResult::error(&call.id, &call.name, message);
+        r.policy_version = snapshot.policy.version.clone();
+        Preflight::Immediate(Box::new(r))
+    };
+    if options.cancel.is_cancelled() {
+        return immediate(ABORTED.to_string());
+    }
+    let Some(tool) = snapshot.active(&call.name) else {
+        return immediate(format!("Tool {} not found", call.name));
+    };
+    let prepared = prepare(&tool.info.manifest.prepare, &call.arguments);
+    let schema = match tool.schema() {
+        Ok(schema) => schema,
+        Err(e) => {
+            return immediate(format!(
+                "Tool {} has an argument schema that cannot be used: {e}",
+                call.name
+            ))
+        }
+    };
+    let args = coerce(tool.info.schema(), prepared.clone());
+    if let Err(problems) = schema.check(&args) {
+        return immediate(failure_message(&call.name, &problems, &prepared));
+    }
+
+    let checked = ToolCall {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: args,
+    };
+    let verdict = before(snapshot, &checked, options).await;
+    if options.cancel.is_cancelled() {
+        return immediate(ABORTED.to_string());
+    }
+    if verdict.decision != Decision::Allow {
+        let reason = if verdict.reason.is_empty() {
+            "Tool execution was blocked".to_string()
+        } else {
+            verdict.reason.clone()
+        };
+        let mut r = ToolResult::error(&call.id, &call.name, reason);
+        r.terminate = verdict.terminate;
+        r.policy_version = snapshot.policy.version.clone();
+        r.verdict = Some(verdict);
+        return Preflight::Immediate(Box::new(r));
+    }
+    Preflight::Ready(Box::new(Prepared {
+        args: checked.arguments.clone(),
+        call: checked,
+        verdict,
+        implementation: tool.implementation.clone(),
+    }))
+}
+
+/// The before-hook: the policy's verdict, with `ask` put to the approver.
+/// A panic while deciding blocks the call (fail closed).
+async fn before(snapshot: &Snapshot, call: &ToolCall, options: &BatchOptions) -> Verdict {
+    let ws = snapshot.sandbox.workspace();
+    let decided = std::panic::catch_unwind(AssertUnwindSafe(|| snapshot.policy.evaluate(ws, call)));
+    let mut verdict = match decided {
+        Ok(v) => v,
+        Err(_) => {
+            return Verdict {
+                decision: Decision::Deny,
+                reason: "The policy failed while deciding this call, so it was blocked. \
+                         Report this as a toolgate bug."
+                    .to_string(),
+                rule: None,
+                terminate: false,
+            }
+        }
+    };
+    if verdict.decision == Decision::Ask {
+        match &options.approver {
+            Some(approver) => {
+                if approver.approve(call, &verdict).await {
+                    verdict.decision = Decision::Allow;
+                } else {
+                    verdict.decision = Decision::Deny;
+                    verdict.reason = format!("The user declined this call. ({})", verdict.reason);
+                }
+            }
+            None => {
+                verdict.reason = format!(
+                    "Approval required: {} No one can approve it here, so the call was not run.",
+                    verdict.reason
+                );
+            }
+        }
+    }
+    verdict
+}
+
+/// Steps 6-7: execute with progress and cancellation, then the after-hook.
+/// Panics in a tool become error results.
+pub async fn execute(
+    snapshot: &Arc<Snapshot>,
+    mutations: &Arc<MutationQueues>,
+    prepared: Prepared,
+    options: &BatchOptions,
+) -> ToolResult {
+    let Prepared {
+        call,
+        args,
+        verdict,
+        implementation,
+    } = prepared;
+    let accepting = Arc::new(AtomicBool::new(true));
+    let progress = {
+        let accepting = accepting.clone();
+        let snapshot = snapshot.clone();
+        let events = options.events.clone();
+        let (id, name) = (call.id.clone(), call.name.clone());
+        Progress::new(move |partial| {
+            if !accepting.load(Ordering::Acquire) {
+                return;
+            }
+            if let Some(events) = &events {
+                let partial = after::redact_update(&snapshot.policy, partial);
+                events.emit(&Event::ToolExecutionUpdate {
+                    id: id.clone(),
+                    name: name.clone(),
+                    partial,
+                });
+            }
+        })
+    };
+    let ctx = ToolContext {
+        call_id: call.id.clone(),
+        sandbox: snapshot.sandbox.clone(),
+        policy: snapshot.policy.clone(),
+        limits: snapshot.policy.limits,
+        cancel: options.cancel.child_token(),
+        progress,
+        mutations: mutations.clone(),
+    };
+    let started = Instant::now();
+    // Its own task, so a panicking tool is an error result, not a crash.
+    let task = tokio::spawn(async move { implementation.execute(&ctx, args).await });
+    let outcome = task.await;
+    let duration = started.elapsed();
+    accepting.store(false, Ordering::Release);
+
+    let mut result = ToolResult::error(&call.id, &call.name, "");
+    match outcome {
+        Ok(Ok(output)) => {
+            result.content = output.content;
+            result.details = if output.details.is_null() {
+                empty_details()
+            } else {
+                output.details
+            };
+            result.is_error = false;
+        }
+        Ok(Err(error)) => {
+            result.content = vec![Content::text(error.message)];
+            if !error.details.is_null() {
+                result.details = error.details;
+            }
+        }
+        Err(join_error) => {
+            let what = if join_error.is_panic() {
+                "crashed"
+            } else {
+                "was stopped"
+            };
+            result.content = vec![Content::text(format!(
+                "Tool {} {what} while running; its result is unknown.",
+                call.name
+            ))];
+        }
+    }
+    result.terminate = verdict.terminate;
+    result.verdict = Some(verdict);
+    result.policy_version = snapshot.policy.version.clone();
+    result.duration = Some(duration);
+    after::finalize(&snapshot.policy, &mut result);
+    result
+}
+
+/// Pi's text for calls of a message cut off by the output token limit.
+pub fn stopped_for_length(name: &str) -> String {
+    format!(
+        "Tool call \"{name}\" was not executed: the response hit the output token limit, \
+         so its arguments may be truncated. Re-issue the tool call with complete arguments."
+    )
+}

@@ -1,0 +1,247 @@
+//! JSON-Schema validation of a call's arguments, with Pi's error texts.
+//!
+//! Validation itself is the `jsonschema` crate's (every draft, compiled once
+//! per tool per policy snapshot). What the model reads is Pi's format, so an
+//! agent written against Pi gets the same feedback from toolgate:
+//!
+//! ```text
+//! Validation failed for tool "read":
+//!   - path: missing
+//!   - limit: expected number, got string
+//!
+//! Received arguments:
+//! { … }
+//! ```
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::Validator;
+use serde_json::Value;
+
+/// A tool's compiled argument schema.
+#[derive(Debug)]
+pub struct ArgumentSchema {
+    validator: Validator,
+}
+
+impl ArgumentSchema {
+    /// Compiles `schema`. Manifests are checked against the meta-schema at
+    /// load, so this fails only for schemas the crate cannot build (an
+    /// unresolvable `$ref`); the caller reports that as the tool's error.
+    pub fn compile(schema: &Value) -> Result<ArgumentSchema, String> {
+        jsonschema::validator_for(schema)
+            .map(|validator| ArgumentSchema { validator })
+            .map_err(|e| e.to_string())
+    }
+
+    /// `Ok` when `args` is valid, else each problem as `(dotted path, message)`.
+    pub fn check(&self, args: &Value) -> Result<(), Vec<(String, String)>> {
+        if self.validator.is_valid(args) {
+            return Ok(());
+        }
+        let mut problems = Vec::new();
+        for error in self.validator.iter_errors(args) {
+            let pointer = error.instance_path().as_str().to_string();
+            let (pointer, message) = describe(error.kind(), error.instance(), pointer);
+            problems.push((dotted(&pointer), message));
+        }
+        Err(problems)
+    }
+}
+
+/// Pi's full validation error text.
+pub fn failure_message(tool: &str, problems: &[(String, String)], received: &Value) -> String {
+    let lines: Vec<String> = problems
+        .iter()
+        .map(|(path, message)| format!("  - {path}: {message}"))
+        .collect();
+    let received = serde_json::to_string_pretty(received).unwrap_or_else(|_| "null".into());
+    format!(
+        "Validation failed for tool \"{tool}\":\n{}\n\nReceived arguments:\n{received}",
+        lines.join("\n")
+    )
+}
+
+/// A JSON pointer as the dotted path the model sees (`/edits/0/oldText` ->
+/// `edits.0.oldText`; the empty pointer is `root`).
+fn dotted(pointer: &str) -> String {
+    if pointer.is_empty() {
+        return "root".to_string();
+    }
+    pointer[1..]
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn child(pointer: &str, key: &str) -> String {
+    format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
+/// Pi's name for a value's type.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn list_values(values: &Value) -> String {
+    const LISTED: usize = 10;
+    match values {
+        Value::Array(items) if items.len() > LISTED => {
+            let listed = serde_json::to_string(&items[..LISTED]).unwrap_or_default();
+            format!(
+                "{}, ... and {} more]",
+                &listed[..listed.len() - 1],
+                items.len() - LISTED
+            )
+        }
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+/// Pi's message for one error, and where it points (a missing property is
+/// reported at the property, not at its object).
+fn describe(kind: &ValidationErrorKind, instance: &Value, pointer: String) -> (String, String) {
+    use ValidationErrorKind as K;
+    let message = match kind {
+        K::Required { property } => {
+            let name = property.as_str().unwrap_or_default();
+            return (child(&pointer, name), "missing".to_string());
+        }
+        K::AdditionalProperties { unexpected } => {
+            let key = unexpected.first().cloned().unwrap_or_default();
+            return (child(&pointer, &key), "unknown field".to_string());
+        }
+        K::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(t) => t.to_string(),
+                TypeKind::Multiple(set) => set
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+            };
+            format!("expected {expected}, got {}", type_name(instance))
+        }
+        K::Enum { options } => format!("expected one of {}", list_values(options)),
+        K::Constant { expected_value } => format!(
+            "expected {}",
+            serde_json::to_string(expected_value.as_ref()).unwrap_or_default()
+        ),
+        K::MinLength { limit } => format!("expected at least {limit} characters"),
+        K::MaxLength { limit } => format!("expected at most {limit} characters"),
+        K::Pattern { pattern } => format!("expected to match {pattern}"),
+        K::Format { format } => format!("expected format {format}"),
+        K::Minimum { limit } => format!("expected >= {limit}"),
+        K::Maximum { limit } => format!("expected <= {limit}"),
+        K::ExclusiveMinimum { limit } => format!("expected > {limit}"),
+        K::ExclusiveMaximum { limit } => format!("expected < {limit}"),
+        K::MultipleOf { multiple_of, .. } => format!("expected a multiple of {multiple_of}"),
+        K::MinItems { limit } => format!("expected at least {limit} items"),
+        K::MaxItems { limit } => format!("expected at most {limit} items"),
+        K::MinProperties { limit } => format!("expected at least {limit} properties"),
+        K::MaxProperties { limit } => format!("expected at most {limit} properties"),
+        K::UniqueItems => "expected unique items".to_string(),
+        K::Contains => "expected at least 1 matching item".to_string(),
+        K::AnyOf { .. } | K::OneOfNotValid { .. } => "matches no alternative".to_string(),
+        K::OneOfMultipleValid { .. } => "matches more than one alternative".to_string(),
+        K::Not { .. } => "must not match the schema in not".to_string(),
+        K::FalseSchema => "no value is allowed here".to_string(),
+        K::UnevaluatedProperties { .. } => "unknown field".to_string(),
+        K::UnevaluatedItems { .. } => "unexpected item".to_string(),
+        K::PropertyNames { .. } => "invalid property name".to_string(),
+        other => format!("{other:?}"),
+    };
+    (pointer, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn problems(schema: Value, args: Value) -> Vec<(String, String)> {
+        ArgumentSchema::compile(&schema)
+            .unwrap()
+            .check(&args)
+            .unwrap_err()
+    }
+
+    #[test]
+    fn missing_property_is_reported_at_its_name() {
+        let schema = json!({"type": "object", "required": ["path"],
+            "properties": {"path": {"type": "string"}}});
+        assert_eq!(
+            problems(schema, json!({})),
+            vec![("path".to_string(), "missing".to_string())]
+        );
+    }
+
+    #[test]
+    fn nested_paths_are_dotted() {
+        let schema = json!({"type": "object", "properties": {"edits": {"type": "array",
+            "items": {"type": "object", "required": ["newText"],
+            "properties": {"newText": {"type": "string"}}}}}});
+        assert_eq!(
+            problems(schema.clone(), json!({"edits": [{"newText": 5}]})),
+            vec![(
+                "edits.0.newText".to_string(),
+                "expected string, got integer".to_string()
+            )]
+        );
+        assert_eq!(
+            problems(schema, json!({"edits": [{}]})),
+            vec![("edits.0.newText".to_string(), "missing".to_string())]
+        );
+    }
+
+    #[test]
+    fn root_type_errors_say_root() {
+        let p = problems(json!({"type": "object"}), json!("x"));
+        assert_eq!(
+            p,
+            vec![(
+                "root".to_string(),
+                "expected object, got string".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn the_whole_message_matches_pi() {
+        let msg = failure_message(
+            "read",
+            &[("path".into(), "missing".into())],
+            &json!({"limit": "x"}),
+        );
+        assert_eq!(
+            msg,
+            "Validation failed for tool \"read\":\n  - path: missing\n\nReceived arguments:\n{\n  \"limit\": \"x\"\n}"
+        );
+    }
+
+    #[test]
+    fn bounds_and_enums_use_pi_wording() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"type": "number", "minimum": 1},
+            "mode": {"enum": ["a", "b"]},
+            "extra": false
+        }, "additionalProperties": false});
+        let p = problems(schema, json!({"n": 0, "mode": "c", "zzz": 1}));
+        assert!(p.contains(&("n".into(), "expected >= 1".into())), "{p:?}");
+        assert!(
+            p.contains(&("mode".into(), "expected one of [\"a\",\"b\"]".into())),
+            "{p:?}"
+        );
+        assert!(p.contains(&("zzz".into(), "unknown field".into())), "{p:?}");
+    }
+}
