@@ -1,4 +1,4 @@
-//! The `toolgate` command line: check, test, eval, redact, schema.
+//! The `toolgate` command line: check, test, eval, call, redact, schema.
 //!
 //! Exit codes are a contract for CI: 0 success, 1 when `check` finds errors or
 //! `test` has failures, 2 for usage and configuration errors. Only requested
@@ -7,6 +7,9 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+#[path = "cli/call.rs"]
+mod call;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::Value;
@@ -66,6 +69,34 @@ enum Command {
         /// A JSONL file (or - for stdin) with one call per line.
         #[arg(long)]
         calls: Option<PathBuf>,
+    },
+    /// Run calls through the whole pipeline (policy, tools, redaction); prints
+    /// one JSON result per call, in source order.
+    Call {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The workspace tools run in.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Use this profile's active tools.
+        #[arg(long)]
+        profile: Option<String>,
+        /// The tool called (with --args).
+        #[arg(long, requires = "args", conflicts_with = "batch")]
+        tool: Option<String>,
+        /// The arguments, a JSON object (with --tool).
+        #[arg(long, requires = "tool")]
+        args: Option<String>,
+        /// A JSON file (or - for stdin): an array of {"id", "name", "arguments"},
+        /// or {"calls": [...], "stop_reason": "length"}.
+        #[arg(long)]
+        batch: Option<PathBuf>,
+        /// Write events (start, update, end, result) as JSON lines to FILE (- for stderr).
+        #[arg(long, value_name = "FILE")]
+        events: Option<PathBuf>,
+        /// Run the calls one at a time.
+        #[arg(long)]
+        sequential: bool,
     },
     /// Redact secrets: stdin to stdout, with the policy's redaction rules.
     Redact {
@@ -133,6 +164,34 @@ fn main() -> ExitCode {
             call,
             calls,
         } => eval(&config, &workspace, profile, tool, args, call, calls),
+        Command::Call {
+            config,
+            workspace,
+            profile,
+            tool,
+            args,
+            batch,
+            events,
+            sequential,
+        } => {
+            let request = match (tool, args, batch) {
+                (Some(name), Some(args), None) => call::single(name, &args),
+                (None, None, Some(file)) => read_input(&file)
+                    .map_err(|e| format!("{}: {e}", file.display()))
+                    .and_then(|t| {
+                        call::parse_batch(&t).map_err(|e| format!("{}: {e}", file.display()))
+                    }),
+                _ => Err("give --tool NAME --args JSON, or --batch FILE".to_string()),
+            };
+            let request = match request {
+                Ok(r) => r,
+                Err(e) => return usage_error(e),
+            };
+            match load(&config, profile) {
+                Ok(policy) => call::run(policy, &workspace, request, events, sequential),
+                Err(code) => code,
+            }
+        }
         Command::Redact { policies } => redact(policies),
         Command::Schema { kind } => schema(kind),
     }
