@@ -16,6 +16,7 @@
 pub mod config;
 pub mod executor;
 pub mod policy;
+pub mod serve;
 pub mod testing;
 pub mod tools;
 

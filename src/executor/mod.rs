@@ -33,6 +33,7 @@ use crate::policy::tools::ToolInfo;
 use crate::policy::{CompiledPolicy, ToolCall, Verdict, Workspace};
 use crate::tools::{self, MutationQueues, Sandbox, Tool};
 
+pub use after::redact_value;
 pub use coerce::coerce;
 pub use events::{Event, EventSink, ToolResult};
 pub use prepare::prepare;

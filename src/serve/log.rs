@@ -1,0 +1,145 @@
+//! The decision log: one JSON line per call, so an operator can tell which
+//! policy version made every decision.
+//!
+//! ```json
+//! {"time":"2026-11-30T10:00:00.123Z","id":"7","tool":"bash","decision":"deny",
+//!  "rule":"no-recursive-delete","reason":"…","policy_version":"3f9c…",
+//!  "duration_ms":0.41,"is_error":true,"arguments":{"command":"rm -rf /"}}
+//! ```
+//!
+//! Arguments are redacted with the policy's rules before they are written:
+//! a log is exactly where a leaked key would live forever. `decision` is
+//! `null` for calls that never reached the policy (unknown tool, invalid
+//! arguments); `reason` then says what happened.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::executor::{redact_value, ToolResult};
+use crate::policy::CompiledPolicy;
+
+/// Where decision lines go.
+pub struct DecisionLog {
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl DecisionLog {
+    /// Appends to `path`, or writes to stderr when `None`.
+    pub fn open(path: Option<&Path>) -> io::Result<DecisionLog> {
+        let out: Box<dyn Write + Send> = match path {
+            Some(p) => Box::new(OpenOptions::new().create(true).append(true).open(p)?),
+            None => Box::new(io::stderr()),
+        };
+        Ok(DecisionLog {
+            out: Mutex::new(out),
+        })
+    }
+
+    /// A log into an already open file (tests).
+    pub fn to_file(file: File) -> DecisionLog {
+        DecisionLog {
+            out: Mutex::new(Box::new(file)),
+        }
+    }
+
+    /// Writes one call's line. A failing log write is reported on stderr and
+    /// does not fail the call.
+    pub fn record(
+        &self,
+        policy: &CompiledPolicy,
+        result: &ToolResult,
+        arguments: &Value,
+        elapsed: Duration,
+    ) {
+        let line = decision_line(policy, result, arguments, elapsed);
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+            eprintln!("toolgate: could not write the decision log");
+        }
+    }
+}
+
+/// One call's log line.
+pub fn decision_line(
+    policy: &CompiledPolicy,
+    result: &ToolResult,
+    arguments: &Value,
+    elapsed: Duration,
+) -> String {
+    let mut arguments = arguments.clone();
+    redact_value(policy.redactor.get(), &mut arguments);
+    let (decision, rule, reason) = match &result.verdict {
+        Some(v) => (json!(v.decision), json!(v.rule), v.reason.clone()),
+        None => (Value::Null, Value::Null, first_chars(&result.text(), 300)),
+    };
+    let mut reason = reason;
+    if let std::borrow::Cow::Owned(clean) = policy.redactor.get().redact(&reason) {
+        reason = clean;
+    }
+    json!({
+        "time": now_rfc3339(),
+        "id": result.id,
+        "tool": result.name,
+        "decision": decision,
+        "rule": rule,
+        "reason": reason,
+        "policy_version": result.policy_version,
+        "duration_ms": (elapsed.as_secs_f64() * 1e6).round() / 1e3,
+        "is_error": result.is_error,
+        "arguments": arguments,
+    })
+    .to_string()
+}
+
+fn first_chars(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// The current time as RFC 3339 UTC with milliseconds.
+pub fn now_rfc3339() -> String {
+    rfc3339(super::unix_now())
+}
+
+/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn rfc3339(secs: f64) -> String {
+    let millis = (secs * 1000.0) as i64;
+    let (days, ms_of_day) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
+    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar),
+    // counting in 400-year eras that start on March 1st.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, ms) = (
+        ms_of_day / 3_600_000,
+        ms_of_day / 60_000 % 60,
+        ms_of_day / 1000 % 60,
+        ms_of_day % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400.5), "2000-02-29T00:00:00.500Z");
+        assert_eq!(rfc3339(1_796_036_400.0), "2026-11-30T11:00:00.000Z");
+    }
+}

@@ -1,0 +1,246 @@
+//! The long-running gateway: what `toolgate serve` runs.
+//!
+//! A [`Gateway`] owns the [`Executor`] and everything an operator needs
+//! around it: reloading the policy without a restart (keeping the last good
+//! one when a new one is broken), the decision log, metrics and status. The
+//! MCP front-ends ([`mcp`], over stdio and Streamable HTTP) and the HTTP
+//! operations endpoints ([`admin`]) only translate their wire formats into
+//! calls on it.
+
+pub mod admin;
+pub mod log;
+pub mod metrics;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::config::{ConfigPaths, Diagnostics};
+use crate::executor::{BatchOptions, Executor, ToolResult};
+use crate::policy::tools::ToolInfo;
+use crate::policy::{CompileOptions, CompiledPolicy, ToolCall, Verdict, Workspace};
+
+/// Where the gateway's configuration comes from.
+#[derive(Clone, Debug, Default)]
+pub struct GatewayConfig {
+    /// Policy and manifest locations (reloaded from the same places).
+    pub paths: ConfigPaths,
+    /// Profile and other compile options.
+    pub options: CompileOptions,
+    /// The workspace tools run in.
+    pub workspace: PathBuf,
+    /// The decision log's file; `None` logs to stderr.
+    pub decision_log: Option<PathBuf>,
+}
+
+/// What `/status` reports about the active policy and the last reload.
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    /// The active policy's version hash.
+    pub version: String,
+    /// When it was loaded (RFC 3339, UTC).
+    pub loaded_at: String,
+    /// The files it was compiled from.
+    pub files: Vec<String>,
+    /// The active tools, in `tools/list` order.
+    pub active_tools: Vec<String>,
+    /// Successful reloads since start.
+    pub reloads_ok: u64,
+    /// Failed reloads since start.
+    pub reloads_failed: u64,
+    /// Why the last reload failed (each error as `FILE:LINE:COL: message`),
+    /// `None` when it succeeded. The policy above is still the active one.
+    pub last_reload_error: Option<Vec<String>>,
+}
+
+/// What a reload did.
+#[derive(Debug)]
+pub enum ReloadOutcome {
+    /// A new policy is active; `tools_changed` when the active set changed.
+    Applied {
+        /// The new version hash.
+        version: String,
+        /// Whether clients must be told the tool list changed.
+        tools_changed: bool,
+    },
+    /// The files compiled to the version already active: nothing to do.
+    Unchanged,
+    /// The new files did not compile; the last good policy stays active.
+    Rejected(Diagnostics),
+}
+
+/// The gateway: executor, reload, log, metrics, status.
+pub struct Gateway {
+    executor: Executor,
+    config: GatewayConfig,
+    status: Mutex<Status>,
+    log: log::DecisionLog,
+    /// Counters and histograms for `/metrics`.
+    pub metrics: metrics::Metrics,
+    tools_changed: watch::Sender<u64>,
+}
+
+impl Gateway {
+    /// Loads the policy and opens the workspace. Fails (and nothing serves)
+    /// when the policy does not compile.
+    pub fn start(config: GatewayConfig) -> Result<Arc<Gateway>, String> {
+        let policy = crate::load_policy(&config.paths, &config.options)
+            .map_err(|d| format!("{}the policy did not load", d.to_human()))?;
+        let workspace = Workspace::new(&config.workspace)
+            .map_err(|e| format!("workspace `{}`: {e}", config.workspace.display()))?;
+        let log = log::DecisionLog::open(config.decision_log.as_deref())
+            .map_err(|e| format!("decision log: {e}"))?;
+        let status = Status {
+            version: policy.version.clone(),
+            loaded_at: log::now_rfc3339(),
+            files: policy.files.clone(),
+            active_tools: policy.tools.active.clone(),
+            reloads_ok: 0,
+            reloads_failed: 0,
+            last_reload_error: None,
+        };
+        let executor = Executor::new(Arc::new(policy), workspace)
+            .map_err(|e| format!("cannot open the workspace's roots: {e}"))?;
+        let (tools_changed, _) = watch::channel(0);
+        Ok(Arc::new(Gateway {
+            executor,
+            config,
+            status: Mutex::new(status),
+            log,
+            metrics: metrics::Metrics::default(),
+            tools_changed,
+        }))
+    }
+
+    /// The executor (for front-ends that run batches themselves).
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// The active policy.
+    pub fn policy(&self) -> Arc<CompiledPolicy> {
+        self.executor.snapshot().policy.clone()
+    }
+
+    /// The active tools in their fixed order, as `tools/list` shows them.
+    pub fn active_tools(&self) -> Vec<ToolInfo> {
+        self.policy().tools.active_tools().cloned().collect()
+    }
+
+    /// Runs one call through the executor, then logs and counts it.
+    pub async fn call(&self, call: ToolCall, options: BatchOptions) -> ToolResult {
+        let started = Instant::now();
+        let arguments = call.arguments.clone();
+        let result = self.executor.run_call(call, options).await;
+        let elapsed = started.elapsed();
+        self.metrics.record_call(&result, elapsed);
+        self.log
+            .record(&self.policy(), &result, &arguments, elapsed);
+        result
+    }
+
+    /// The before-hook's verdict alone, exactly what `toolgate eval` prints.
+    pub fn eval(&self, call: &ToolCall) -> Verdict {
+        let verdict = self.policy().evaluate(self.executor.workspace(), call);
+        self.metrics.record_eval(&call.name, &verdict);
+        verdict
+    }
+
+    /// Compiles the configuration again and swaps it in when it compiles;
+    /// otherwise keeps the active policy and records why. Compiling happens
+    /// on the caller's thread, never on a request path.
+    pub fn reload(&self) -> ReloadOutcome {
+        let outcome = match crate::load_policy(&self.config.paths, &self.config.options) {
+            Err(diags) => {
+                let mut status = self.lock_status();
+                status.reloads_failed += 1;
+                status.last_reload_error = Some(
+                    diags
+                        .0
+                        .iter()
+                        .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message))
+                        .collect(),
+                );
+                self.metrics.record_reload(false);
+                ReloadOutcome::Rejected(diags)
+            }
+            Ok(policy) => {
+                let old = self.policy();
+                if policy.version == old.version {
+                    let mut status = self.lock_status();
+                    status.last_reload_error = None;
+                    return ReloadOutcome::Unchanged;
+                }
+                let tools_changed = policy.tools.active != old.tools.active
+                    || policy
+                        .tools
+                        .active_tools()
+                        .zip(old.tools.active_tools())
+                        .any(|(a, b)| {
+                            a.schema() != b.schema()
+                                || a.manifest.description != b.manifest.description
+                        });
+                let version = policy.version.clone();
+                let files = policy.files.clone();
+                let active = policy.tools.active.clone();
+                if let Err(e) = self.executor.set_policy(Arc::new(policy)) {
+                    let mut status = self.lock_status();
+                    status.reloads_failed += 1;
+                    status.last_reload_error =
+                        Some(vec![format!("cannot open the new policy's roots: {e}")]);
+                    self.metrics.record_reload(false);
+                    return ReloadOutcome::Rejected(Diagnostics(Vec::new()));
+                }
+                {
+                    let mut status = self.lock_status();
+                    status.version = version.clone();
+                    status.loaded_at = log::now_rfc3339();
+                    status.files = files;
+                    status.active_tools = active;
+                    status.reloads_ok += 1;
+                    status.last_reload_error = None;
+                }
+                self.metrics.record_reload(true);
+                if tools_changed {
+                    self.tools_changed.send_modify(|n| *n += 1);
+                }
+                ReloadOutcome::Applied {
+                    version,
+                    tools_changed,
+                }
+            }
+        };
+        outcome
+    }
+
+    /// Notified each time a reload changes the active tools (MCP front-ends
+    /// send `notifications/tools/list_changed`).
+    pub fn subscribe_tools_changed(&self) -> watch::Receiver<u64> {
+        self.tools_changed.subscribe()
+    }
+
+    /// The current status.
+    pub fn status(&self) -> Status {
+        self.lock_status().clone()
+    }
+
+    /// The configuration the gateway reloads from.
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
+    }
+
+    fn lock_status(&self) -> std::sync::MutexGuard<'_, Status> {
+        self.status.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Seconds since the Unix epoch, for log timestamps.
+pub(crate) fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
