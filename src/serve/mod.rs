@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod log;
 pub mod metrics;
+pub mod reload;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
