@@ -183,11 +183,13 @@ pub fn reload_and_report(gateway: &Gateway, why: &str) -> ReloadOutcome {
             }
         ),
         ReloadOutcome::Unchanged => {}
-        ReloadOutcome::Rejected(diags) => eprint!(
-            "{}toolgate: reload ({why}): rejected; policy {} stays active\n",
-            diags.to_human(),
-            gateway.policy().version
-        ),
+        ReloadOutcome::Rejected(diags) => {
+            eprint!("{}", diags.to_human());
+            eprintln!(
+                "toolgate: reload ({why}): rejected; policy {} stays active",
+                gateway.policy().version
+            );
+        }
     }
     outcome
 }
