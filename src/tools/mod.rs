@@ -12,6 +12,7 @@
 //! Errors are values: a tool returns [`ToolError`] with the exact text the
 //! model should read, and the executor turns it into an error result.
 
+pub mod atomic;
 mod mutation;
 mod sandbox;
 pub mod truncate;
