@@ -12,9 +12,18 @@
 //! Errors are values: a tool returns [`ToolError`] with the exact text the
 //! model should read, and the executor turns it into an error result.
 
+pub mod atomic;
+mod edit;
+mod edit_diff;
+mod edit_match;
+mod file_errors;
+mod image;
 mod mutation;
+mod read;
+mod read_lines;
 mod sandbox;
 pub mod truncate;
+mod write;
 
 use std::fmt;
 use std::future::Future;
@@ -227,6 +236,10 @@ pub fn from_manifest(info: &ToolInfo) -> Option<Arc<dyn Tool>> {
 
 /// A built-in tool by name.
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
-    let _ = name;
-    None
+    match name {
+        "read" => Some(Arc::new(read::ReadTool)),
+        "write" => Some(Arc::new(write::WriteTool)),
+        "edit" => Some(Arc::new(edit::EditTool)),
+        _ => None,
+    }
 }
