@@ -12,7 +12,11 @@
 //! Errors are values: a tool returns [`ToolError`] with the exact text the
 //! model should read, and the executor turns it into an error result.
 
+mod bash;
+mod command;
 mod mutation;
+mod output;
+mod process;
 mod sandbox;
 pub mod truncate;
 
@@ -227,6 +231,8 @@ pub fn from_manifest(info: &ToolInfo) -> Option<Arc<dyn Tool>> {
 
 /// A built-in tool by name.
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
-    let _ = name;
-    None
+    match name {
+        "bash" => Some(Arc::new(bash::Bash)),
+        _ => None,
+    }
 }
