@@ -14,10 +14,14 @@
 
 mod bash;
 mod command;
+mod find;
+mod grep;
+mod ls;
 mod mutation;
 mod output;
 mod process;
 mod sandbox;
+mod search;
 pub mod truncate;
 
 use std::fmt;
@@ -233,6 +237,9 @@ pub fn from_manifest(info: &ToolInfo) -> Option<Arc<dyn Tool>> {
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
     match name {
         "bash" => Some(Arc::new(bash::Bash)),
+        "grep" => Some(Arc::new(grep::Grep)),
+        "find" => Some(Arc::new(find::Find)),
+        "ls" => Some(Arc::new(ls::Ls)),
         _ => None,
     }
 }
