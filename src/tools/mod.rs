@@ -14,6 +14,7 @@
 
 mod bash;
 mod command;
+mod exec;
 mod find;
 mod grep;
 mod ls;
@@ -229,7 +230,9 @@ pub trait Tool: Send + Sync + fmt::Debug {
 pub fn from_manifest(info: &ToolInfo) -> Option<Arc<dyn Tool>> {
     match &info.manifest.implementation {
         Implementation::Builtin(name) => builtin(name),
-        Implementation::Exec(_) => None,
+        Implementation::Exec(_) => {
+            exec::ExecTool::from_manifest(&info.manifest).map(|t| Arc::new(t) as Arc<dyn Tool>)
+        }
     }
 }
 

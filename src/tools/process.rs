@@ -46,7 +46,6 @@ pub enum Environment {
     /// The gateway's own environment.
     Inherit,
     /// Exactly these variables, nothing else.
-    #[allow(dead_code)] // exec tools use it
     Only(Vec<(OsString, OsString)>),
 }
 
