@@ -13,15 +13,24 @@
 //! model should read, and the executor turns it into an error result.
 
 pub mod atomic;
+mod bash;
+mod command;
 mod edit;
 mod edit_diff;
 mod edit_match;
+mod exec;
 mod file_errors;
+mod find;
+mod grep;
 mod image;
+mod ls;
 mod mutation;
+mod output;
+mod process;
 mod read;
 mod read_lines;
 mod sandbox;
+mod search;
 pub mod truncate;
 mod write;
 
@@ -230,7 +239,9 @@ pub trait Tool: Send + Sync + fmt::Debug {
 pub fn from_manifest(info: &ToolInfo) -> Option<Arc<dyn Tool>> {
     match &info.manifest.implementation {
         Implementation::Builtin(name) => builtin(name),
-        Implementation::Exec(_) => None,
+        Implementation::Exec(_) => {
+            exec::ExecTool::from_manifest(&info.manifest).map(|t| Arc::new(t) as Arc<dyn Tool>)
+        }
     }
 }
 
@@ -240,6 +251,10 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
         "read" => Some(Arc::new(read::ReadTool)),
         "write" => Some(Arc::new(write::WriteTool)),
         "edit" => Some(Arc::new(edit::EditTool)),
+        "bash" => Some(Arc::new(bash::Bash)),
+        "grep" => Some(Arc::new(grep::Grep)),
+        "find" => Some(Arc::new(find::Find)),
+        "ls" => Some(Arc::new(ls::Ls)),
         _ => None,
     }
 }
