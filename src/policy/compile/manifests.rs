@@ -92,12 +92,12 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
             }
             _ => {}
         }
-        let schema_pos = toml_key_position(&file.text, "parameters");
+        let schema_pos = || toml_key_position(&file.text, "parameters");
         if m.parameters.get("type").and_then(Value::as_str) != Some("object") {
             diags.push(
                 Diagnostic::new(
                     &file.name,
-                    schema_pos,
+                    schema_pos(),
                     "`[parameters]` must be a JSON Schema with `type = \"object\"`",
                 )
                 .with_help("add `type = \"object\"` under `[parameters]`"),
@@ -107,7 +107,7 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
             diags.push(
                 Diagnostic::new(
                     &file.name,
-                    schema_pos,
+                    schema_pos(),
                     format!("`[parameters]` is not a valid JSON Schema: {e}"),
                 )
                 .with_help("fix the schema (JSON Schema 2020-12, written as TOML)"),
