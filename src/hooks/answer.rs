@@ -21,7 +21,15 @@ pub(super) fn answer(agent: Agent, args: &HookArgs, payload: &Payload) -> Answer
         policies: args.policies.clone(),
         manifests: args.manifests.clone(),
     };
-    let policy = match crate::load_policy(&paths, &CompileOptions::default()) {
+    let loaded = crate::config::load(&paths);
+    let compiled = match &loaded {
+        Ok(l) => crate::compile(l, &CompileOptions::default()),
+        Err(d) => Err(d.clone()),
+    };
+    // The hook process ends as soon as it has answered: freeing what it
+    // loaded would be wasted work on every tool call.
+    std::mem::forget(loaded);
+    let policy = match compiled {
         Ok(p) => p,
         Err(d) => {
             let mut errors = d.to_human();
@@ -39,10 +47,12 @@ pub(super) fn answer(agent: Agent, args: &HookArgs, payload: &Payload) -> Answer
             ));
         }
     };
-    match payload.event {
+    let answer = match payload.event {
         Event::Before => before(agent, args, &policy, payload),
         Event::After => after(&policy, payload),
-    }
+    };
+    std::mem::forget(policy);
+    answer
 }
 
 /// The workspace: `--workspace`, else the CLI's `cwd`.

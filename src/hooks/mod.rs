@@ -128,6 +128,10 @@ pub struct HookArgs {
     /// below the CLI's hook timeout, which would otherwise let the call run).
     #[arg(long, default_value_t = 5000)]
     pub deadline_ms: u64,
+    /// Read the hook input from this file instead of stdin (to replay a
+    /// saved call, or to time the hook without a shell).
+    #[arg(long)]
+    pub input: Option<PathBuf>,
 }
 
 /// Runs `toolgate hook …`.
@@ -261,7 +265,18 @@ pub fn run(agent: Agent, args: &HookArgs) -> u8 {
     start_watchdog(Arc::clone(&answered), args.deadline_ms);
     let reply = std::panic::catch_unwind(AssertUnwindSafe(|| {
         inject_fault(args.deadline_ms);
-        match read_input(&mut std::io::stdin().lock()) {
+        let input = match &args.input {
+            None => read_input(&mut std::io::stdin().lock()),
+            Some(path) => std::fs::File::open(path)
+                .map_err(|e| {
+                    format!(
+                        "toolgate: the hook input {} cannot be opened ({e}); the call is denied",
+                        path.display()
+                    )
+                })
+                .and_then(|mut f| read_input(&mut f)),
+        };
+        match input {
             Ok(input) => handle(agent, args, &input),
             Err(reason) => Reply::block(&reason),
         }
@@ -277,8 +292,9 @@ pub fn run(agent: Agent, args: &HookArgs) -> u8 {
 }
 
 /// Decides one hook call given its raw input: everything [`run`] does except
-/// process-level I/O, for tests and embedding.
-pub fn handle(agent: Agent, args: &HookArgs, input: &[u8]) -> Reply {
+/// process-level I/O. It leaks the compiled policy on purpose (see
+/// `answer`), so it is for a process that ends after one call.
+fn handle(agent: Agent, args: &HookArgs, input: &[u8]) -> Reply {
     match parse(agent, input) {
         Ok(payload) => {
             let answer = answer::answer(agent, args, &payload);
