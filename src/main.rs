@@ -1,4 +1,4 @@
-//! The `toolgate` command line: check, test, eval, call, redact, schema.
+//! The `toolgate` command line: check, test, eval, call, redact, hook, schema.
 //!
 //! Exit codes are a contract for CI: 0 success, 1 when `check` finds errors or
 //! `test` has failures, 2 for usage and configuration errors. Only requested
@@ -104,6 +104,11 @@ enum Command {
         #[arg(long)]
         policies: Option<PathBuf>,
     },
+    /// Answer an agent CLI's hook call (JSON on stdin), or install toolgate as its hook.
+    Hook {
+        #[command(subcommand)]
+        command: toolgate::hooks::HookCommand,
+    },
     /// Print the JSON Schema of a file format, for editors.
     Schema {
         /// Which format.
@@ -193,6 +198,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Redact { policies } => redact(policies),
+        Command::Hook { command } => toolgate::hooks::main(command),
         Command::Schema { kind } => schema(kind),
     }
 }

@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -189,33 +190,53 @@ pub struct RootSet {
 }
 
 /// A compiled glob list that remembers which pattern matched.
+///
+/// Each glob is checked when the list is made, but the matcher over all of
+/// them is built on the first match: it is the larger part of loading a
+/// policy, and a call that names no file (or only reads, for `read_only`)
+/// never needs it — which matters to a hook that starts for every call.
 #[derive(Clone, Debug, Default)]
 pub struct GlobList {
+    globs: Vec<Glob>,
     patterns: Vec<String>,
-    set: GlobSet,
+    set: OnceLock<Option<GlobSet>>,
 }
 
 impl GlobList {
     /// Compiles globs with `literal_separator` (`*` never crosses `/`).
     pub fn new(patterns: &[String]) -> Result<GlobList, (usize, String)> {
-        let mut builder = GlobSetBuilder::new();
-        for (i, p) in patterns.iter().enumerate() {
-            builder.add(compile_glob(p).map_err(|e| (i, e))?);
-        }
-        let set = builder.build().map_err(|e| (0, e.to_string()))?;
+        let globs = patterns
+            .iter()
+            .enumerate()
+            .map(|(i, p)| compile_glob(p).map_err(|e| (i, e)))
+            .collect::<Result<Vec<Glob>, _>>()?;
         Ok(GlobList {
+            globs,
             patterns: patterns.to_vec(),
-            set,
+            set: OnceLock::new(),
         })
     }
 
     /// The first pattern that matches `path` (a `/`-separated relative path).
     pub fn first_match(&self, path: &str) -> Option<&str> {
-        self.set
-            .matches(path)
-            .into_iter()
-            .min()
-            .map(|i| self.patterns[i].as_str())
+        let set = self.set.get_or_init(|| {
+            let mut builder = GlobSetBuilder::new();
+            for g in &self.globs {
+                builder.add(g.clone());
+            }
+            builder.build().ok()
+        });
+        match set {
+            Some(set) => set
+                .matches(path)
+                .into_iter()
+                .min()
+                .map(|i| self.patterns[i].as_str()),
+            // Every glob compiled on its own, so only a size limit can fail
+            // the set; then every pattern is taken to match (deny and
+            // read-only lists fail closed).
+            None => self.patterns.first().map(String::as_str),
+        }
     }
 
     /// True when no pattern is present.
