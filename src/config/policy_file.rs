@@ -311,19 +311,44 @@ pub struct TerminateSection {
     pub tools: Vec<String>,
 }
 
-/// `limits:` — time and output limits.
+/// `limits:` — what one call, command or batch may cost. Every limit has a
+/// safe default; across layers the smallest value wins.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsSection {
-    /// A tool call's time limit, e.g. `120s`, `2m`, `500ms`.
+    /// A tool call's time limit, e.g. `120s`, `2m`, `500ms` (default 120s).
     #[serde(default)]
     pub timeout: Option<String>,
-    /// Output kept per call, in bytes.
+    /// Output kept per call, in bytes (default 50KB).
     #[serde(default)]
     pub max_output_bytes: Option<ByteSize>,
-    /// Output kept per call, in lines.
+    /// Output kept per call, in lines (default 2000).
     #[serde(default)]
     pub max_output_lines: Option<u64>,
+    /// Size of one call's arguments as compact JSON (default 4MB); a larger
+    /// call is denied.
+    #[serde(default)]
+    pub max_argument_bytes: Option<ByteSize>,
+    /// How deeply one call's arguments may nest arrays and objects (default
+    /// 32, at most 100); a deeper call is denied.
+    #[serde(default)]
+    pub max_argument_depth: Option<u32>,
+    /// Length of a shell command argument (default 64KB, at most 1MB); a
+    /// longer command is denied.
+    #[serde(default)]
+    pub max_command_bytes: Option<ByteSize>,
+    /// How deeply a shell command may nest subshells, groups, control flow,
+    /// `bash -c` bodies, substitutions and wrappers (default 16, at most 64);
+    /// a deeper command is denied.
+    #[serde(default)]
+    pub max_command_nesting: Option<u32>,
+    /// Tool calls in one batch, i.e. one model message (default 64); a
+    /// larger batch runs none of its calls.
+    #[serde(default)]
+    pub max_batch_calls: Option<u32>,
+    /// Tool calls executing at once (default 16); more wait their turn.
+    #[serde(default)]
+    pub max_concurrent_calls: Option<u32>,
 }
 
 impl ByteSize {

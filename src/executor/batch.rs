@@ -6,7 +6,8 @@
 //!   outcomes end during preflight; the allowed calls then start together;
 //!   end events come in completion order; result events come in source order
 //!   once all are done.
-//! - **Stopped for length**: every call fails without running.
+//! - **Stopped for length**, or more calls than `limits.max_batch_calls`:
+//!   every call fails without running.
 //! - **Termination**: the batch terminates only when it is non-empty and every
 //!   result asks to.
 
@@ -18,6 +19,7 @@ use super::events::{Event, ToolResult};
 use super::pipeline::{self, Preflight, ABORTED};
 use super::{BatchOptions, BatchOutcome, Snapshot};
 use crate::config::manifest::ExecutionMode;
+use crate::policy::limits::check_batch;
 use crate::policy::ToolCall;
 use crate::tools::MutationQueues;
 
@@ -49,8 +51,23 @@ impl BatchRun {
 
     /// Runs every call; one result per call, in source order.
     pub async fn run(self, calls: Vec<ToolCall>) -> BatchOutcome {
+        let limit = check_batch(&self.snapshot.policy.limits, calls.len());
         let results = if self.options.stopped_for_length {
-            self.fail_all_for_length(&calls)
+            self.fail_all(&calls, |call| {
+                let mut r = ToolResult::error(
+                    &call.id,
+                    &call.name,
+                    pipeline::stopped_for_length(&call.name),
+                );
+                r.policy_version = self.snapshot.policy.version.clone();
+                r
+            })
+        } else if let Err(over) = limit {
+            // Over the batch limit, no call runs: running the first N would
+            // leave the model guessing which of its calls took effect.
+            self.fail_all(&calls, |call| {
+                pipeline::limit_result(&self.snapshot, call, &over)
+            })
         } else if self.is_sequential(&calls) {
             self.run_sequential(&calls).await
         } else {
@@ -75,17 +92,17 @@ impl BatchRun {
             })
     }
 
-    fn fail_all_for_length(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
+    /// Every call fails without running, with the result `fail` makes.
+    fn fail_all(
+        &self,
+        calls: &[ToolCall],
+        fail: impl Fn(&ToolCall) -> ToolResult,
+    ) -> Vec<ToolResult> {
         calls
             .iter()
             .map(|call| {
                 self.start(call);
-                let mut r = ToolResult::error(
-                    &call.id,
-                    &call.name,
-                    pipeline::stopped_for_length(&call.name),
-                );
-                r.policy_version = self.snapshot.policy.version.clone();
+                let r = fail(call);
                 self.end(&r);
                 self.emit(Event::ToolResult { result: r.clone() });
                 r

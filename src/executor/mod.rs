@@ -27,6 +27,7 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::policy::tools::ToolInfo;
@@ -37,7 +38,7 @@ pub use after::redact_value;
 pub use coerce::coerce;
 pub use events::{Event, EventSink, ToolResult};
 pub use prepare::prepare;
-pub use validate::{failure_message, ArgumentSchema};
+pub use validate::{failure_message, failure_message_within, ArgumentSchema};
 
 /// Puts an `ask` decision to a person. Front-ends that can ask (MCP
 /// elicitation) provide one; without it, `ask` blocks the call with a reason
@@ -99,6 +100,11 @@ pub struct Snapshot {
     pub policy: Arc<CompiledPolicy>,
     tools: HashMap<String, RunnableTool>,
     sandbox: Arc<Sandbox>,
+    /// One permit per call that may execute at once
+    /// (`limits.max_concurrent_calls`). Per snapshot: after a reload, calls
+    /// still running under the old policy are not counted against the new
+    /// one's limit.
+    permits: Arc<Semaphore>,
 }
 
 impl Snapshot {
@@ -131,10 +137,14 @@ impl Snapshot {
                 );
             }
         }
+        let permits = Arc::new(Semaphore::new(
+            (policy.limits.max_concurrent_calls as usize).clamp(1, Semaphore::MAX_PERMITS),
+        ));
         Ok(Snapshot {
             policy,
             tools: runnable,
             sandbox,
+            permits,
         })
     }
 
@@ -213,5 +223,7 @@ impl Executor {
     }
 }
 
+#[cfg(test)]
+mod limit_tests;
 #[cfg(test)]
 mod tests;

@@ -16,9 +16,10 @@ use super::after;
 use super::coerce::coerce;
 use super::events::{empty_details, Event, ToolResult};
 use super::prepare::prepare;
-use super::validate::failure_message;
+use super::validate::failure_message_within;
 use super::{BatchOptions, Snapshot};
-use crate::policy::{Decision, ToolCall, Verdict};
+use crate::policy::limits::check_arguments;
+use crate::policy::{Decision, LimitExceeded, ToolCall, Verdict};
 use crate::tools::{Content, MutationQueues, Progress, Tool, ToolContext};
 
 /// Pi's text for a call cancelled before it ran.
@@ -53,7 +54,16 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
     let Some(tool) = snapshot.active(&call.name) else {
         return immediate(format!("Tool {} not found", call.name));
     };
+    // Size and depth first, before any walk over the arguments; again after
+    // `prepare`, which may turn a JSON string into a nested value.
+    let limits = &snapshot.policy.limits;
+    if let Err(over) = check_arguments(limits, &call.name, &call.arguments) {
+        return over_limit(snapshot, call, &over);
+    }
     let prepared = prepare(&tool.info.manifest.prepare, &call.arguments);
+    if let Err(over) = check_arguments(limits, &call.name, &prepared) {
+        return over_limit(snapshot, call, &over);
+    }
     let schema = match tool.schema() {
         Ok(schema) => schema,
         Err(e) => {
@@ -65,7 +75,10 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
     };
     let args = coerce(tool.info.schema(), prepared.clone());
     if let Err(problems) = schema.check(&args) {
-        return immediate(failure_message(&call.name, &problems, &prepared));
+        let max = usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX);
+        return immediate(failure_message_within(
+            &call.name, &problems, &prepared, max,
+        ));
     }
 
     let checked = ToolCall {
@@ -95,6 +108,25 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
         verdict,
         implementation: tool.implementation.clone(),
     }))
+}
+
+/// The immediate result for a call over one of the policy's limits: a deny
+/// naming the limit, logged like any other policy decision.
+pub fn over_limit(snapshot: &Snapshot, call: &ToolCall, over: &LimitExceeded) -> Preflight {
+    Preflight::Immediate(Box::new(limit_result(snapshot, call, over)))
+}
+
+/// An error result for `call` saying which limit it went over.
+pub fn limit_result(snapshot: &Snapshot, call: &ToolCall, over: &LimitExceeded) -> ToolResult {
+    let mut r = ToolResult::error(&call.id, &call.name, over.message());
+    r.policy_version = snapshot.policy.version.clone();
+    r.verdict = Some(Verdict {
+        decision: Decision::Deny,
+        reason: over.message(),
+        rule: Some(over.rule().to_string()),
+        terminate: false,
+    });
+    r
 }
 
 /// The before-hook: the policy's verdict, with `ask` put to the approver.
@@ -178,6 +210,19 @@ pub async fn execute(
         cancel: options.cancel.child_token(),
         progress,
         mutations: mutations.clone(),
+    };
+    // At most `limits.max_concurrent_calls` tools run at once; the rest wait
+    // here, and a call cancelled while it waits never runs.
+    let permit = tokio::select! {
+        biased;
+        _ = options.cancel.cancelled() => None,
+        permit = snapshot.permits.clone().acquire_owned() => permit.ok(),
+    };
+    let Some(_permit) = permit else {
+        let mut r = ToolResult::error(&call.id, &call.name, ABORTED);
+        r.policy_version = snapshot.policy.version.clone();
+        r.verdict = Some(verdict);
+        return r;
     };
     let started = Instant::now();
     // Its own task, so a panicking tool is an error result, not a crash.

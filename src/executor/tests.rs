@@ -52,6 +52,14 @@ const TOOLS: &[&str] = &["slow", "fast", "throws", "seq", "submit", "leaky", "ha
 /// A workspace with manifests for the scripted tools and a policy that
 /// activates them, denies `fast` when x is 13 and terminates on `submit`.
 fn executor(overrides: Vec<(&str, Arc<dyn Tool>)>) -> (tempfile::TempDir, Executor) {
+    executor_with("", overrides)
+}
+
+/// [`executor`] with `extra` appended to the policy (e.g. a `limits:` section).
+pub(super) fn executor_with(
+    extra: &str,
+    overrides: Vec<(&str, Arc<dyn Tool>)>,
+) -> (tempfile::TempDir, Executor) {
     let dir = tempfile::tempdir().unwrap();
     let manifests = dir.path().join("tool-manifests");
     std::fs::create_dir(&manifests).unwrap();
@@ -74,7 +82,7 @@ fn executor(overrides: Vec<(&str, Arc<dyn Tool>)>) -> (tempfile::TempDir, Execut
     let policy = format!(
         "version: 1\ntools:\n  active: [{}]\npaths:\n  roots: [\".\"]\n\
          rules:\n  - id: no-13\n    tools: [fast]\n    when: {{ arg: x, equals: 13 }}\n    decision: deny\n    reason: thirteen is unlucky\n\
-         terminate:\n  tools: [submit]\nredact:\n  defaults: true\n",
+         terminate:\n  tools: [submit]\nredact:\n  defaults: true\n{extra}",
         TOOLS.join(", ")
     );
     std::fs::write(dir.path().join("policy.yaml"), policy).unwrap();
@@ -94,7 +102,7 @@ fn executor(overrides: Vec<(&str, Arc<dyn Tool>)>) -> (tempfile::TempDir, Execut
     (dir, exec)
 }
 
-fn call(id: &str, name: &str, args: Value) -> ToolCall {
+pub(super) fn call(id: &str, name: &str, args: Value) -> ToolCall {
     ToolCall {
         id: id.into(),
         name: name.into(),

@@ -17,6 +17,8 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::Validator;
 use serde_json::Value;
 
+use crate::tools::truncate::{format_size, DEFAULT_MAX_BYTES};
+
 /// A tool's compiled argument schema.
 #[derive(Debug)]
 pub struct ArgumentSchema {
@@ -48,17 +50,65 @@ impl ArgumentSchema {
     }
 }
 
-/// Pi's full validation error text.
+/// Pi's full validation error text, with the received arguments shown up
+/// to Pi's default output limit (see [`failure_message_within`]).
 pub fn failure_message(tool: &str, problems: &[(String, String)], received: &Value) -> String {
+    failure_message_within(tool, problems, received, DEFAULT_MAX_BYTES)
+}
+
+/// Pi's full validation error text. The echo of the received arguments is
+/// cut at `max_bytes`: pretty-printing indents every line, so a large, deep
+/// argument would otherwise come back many times its own size (an error
+/// result skips the after-hook's output limits).
+pub fn failure_message_within(
+    tool: &str,
+    problems: &[(String, String)],
+    received: &Value,
+    max_bytes: usize,
+) -> String {
     let lines: Vec<String> = problems
         .iter()
         .map(|(path, message)| format!("  - {path}: {message}"))
         .collect();
-    let received = serde_json::to_string_pretty(received).unwrap_or_else(|_| "null".into());
+    let received = pretty_within(received, max_bytes);
     format!(
         "Validation failed for tool \"{tool}\":\n{}\n\nReceived arguments:\n{received}",
         lines.join("\n")
     )
+}
+
+/// `value` pretty-printed, cut at `max_bytes` (on a character boundary)
+/// with a note saying so.
+fn pretty_within(value: &Value, max_bytes: usize) -> String {
+    struct Bounded {
+        out: Vec<u8>,
+        max: usize,
+    }
+    impl std::io::Write for Bounded {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = self.max.saturating_sub(self.out.len());
+            self.out.extend_from_slice(&buf[..buf.len().min(room)]);
+            if buf.len() > room {
+                return Err(std::io::Error::other("full"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut sink = Bounded {
+        out: Vec::new(),
+        max: max_bytes,
+    };
+    let complete = serde_json::to_writer_pretty(&mut sink, value).is_ok();
+    let text = String::from_utf8_lossy(&sink.out);
+    if complete {
+        return text.into_owned();
+    }
+    // A cut inside a character decodes to U+FFFD; drop it.
+    let text = text.trim_end_matches('\u{FFFD}');
+    format!("{text}\n… [cut at {}]", format_size(max_bytes))
 }
 
 /// A JSON pointer as the dotted path the model sees (`/edits/0/oldText` ->

@@ -14,8 +14,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::limits::check_arguments;
 use super::paths::{self, expand_shell_glob, glob_key, looks_like_path, PathFact, Workspace};
-use super::shell::{self, ShellAnalysis};
+use super::shell::{self, ShellAnalysis, ShellLimits};
 use super::{Access, CompiledPolicy, Decision, UnknownToolDecision};
 
 /// A tool call as every front-end hands it to the policy.
@@ -142,6 +143,19 @@ pub fn gather_in(
         Some(_) if policy.tools.is_active(&call.name) => ToolStatus::Active,
         Some(_) => ToolStatus::Inactive,
     };
+    // Before anything walks (or clones) the arguments: what is over a limit
+    // is denied unread — the same check the executor makes before coercion.
+    if let Err(over) = check_arguments(&policy.limits, &call.name, &call.arguments) {
+        return CallFacts {
+            tool: call.name.clone(),
+            status,
+            args: Some(Map::new()),
+            paths: Vec::new(),
+            shell: None,
+            problems: vec![Finding::new(Decision::Deny, over.rule(), over.message())],
+            roots: Vec::new(),
+        };
+    }
     let mut facts = CallFacts {
         tool: call.name.clone(),
         status,
@@ -189,7 +203,12 @@ pub fn gather_in(
                         check_roots: true,
                     });
                 }
-                facts.shell = Some(gather_shell(ws, script, workdir.unwrap_or("")));
+                facts.shell = Some(gather_shell(
+                    ws,
+                    script,
+                    workdir.unwrap_or(""),
+                    ShellLimits::of(&policy.limits),
+                ));
             }
             Some(other) => facts.problems.push(Finding::new(
                 Decision::Deny,
@@ -201,8 +220,8 @@ pub fn gather_in(
     facts
 }
 
-fn gather_shell(ws: &Workspace, script: &str, start: &str) -> ShellFacts {
-    let analysis = shell::analyze(script);
+fn gather_shell(ws: &Workspace, script: &str, start: &str, limits: ShellLimits) -> ShellFacts {
+    let analysis = shell::analyze_with(script, limits);
     // `cd dir && cat x` reads dir/x: track the directory through the script in
     // source order (control flow ignored; a cd we cannot follow makes later
     // relative words relative to where it points, which is the strict side).
@@ -303,6 +322,9 @@ pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Ver
         }
     }
     if let Some(shell) = &facts.shell {
+        if let Some(over) = &shell.analysis.over_limit {
+            consider(Finding::new(Decision::Deny, over.rule(), over.message()));
+        }
         if !shell.analysis.unparsed.is_empty() {
             consider(policy.commands.judge_unparsed(&shell.analysis.unparsed));
         }

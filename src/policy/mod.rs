@@ -10,24 +10,23 @@
 //! - [`commands`]: the allow / ask / deny command lists;
 //! - [`rules`]: argument conditions with their examples;
 //! - [`redact`]: secret redaction of output;
+//! - [`limits`]: what one call, command or batch may cost;
 //! - [`decide`]: combining all of the above into one verdict.
 
 pub mod commands;
 mod compile;
 pub mod decide;
+pub mod limits;
 pub mod paths;
 pub mod redact;
 pub mod rules;
 pub mod shell;
 pub mod tools;
 
-use std::time::Duration;
-
-use serde::Serialize;
-
 pub use crate::config::policy_file::{Decision, UnknownToolDecision};
 pub use compile::{compile, CompileOptions};
 pub use decide::{CallFacts, ToolCall, Verdict};
+pub use limits::{LimitExceeded, Limits};
 pub use paths::Workspace;
 pub use redact::{LazyRedactor, Redactor};
 
@@ -38,33 +37,6 @@ pub enum Access {
     Read,
     /// Creates, changes or deletes it.
     Write,
-}
-
-/// Output and time limits applied by the after-hook and the executor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Limits {
-    /// A tool call's time limit.
-    #[serde(serialize_with = "serialize_secs")]
-    pub timeout: Duration,
-    /// Output kept per call, in bytes.
-    pub max_output_bytes: u64,
-    /// Output kept per call, in lines.
-    pub max_output_lines: u64,
-}
-
-fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        // Pi's DEFAULT_MAX_BYTES / DEFAULT_MAX_LINES.
-        Limits {
-            timeout: Duration::from_secs(120),
-            max_output_bytes: 51_200,
-            max_output_lines: 2000,
-        }
-    }
 }
 
 /// One immutable, compiled policy: every rule of every layer, ready to decide.
@@ -92,6 +64,6 @@ pub struct CompiledPolicy {
     pub terminate_tools: Vec<String>,
     /// Secret redaction for output, compiled on first use.
     pub redactor: LazyRedactor,
-    /// Output and time limits.
+    /// Time, output and input limits.
     pub limits: Limits,
 }

@@ -6,8 +6,10 @@
 //! decisions take the strictest layer's value, limits take the smallest, and
 //! each layer's `roots` must all contain a path.
 
+mod limits;
 mod manifests;
 
+use limits::compile_limits;
 use manifests::compile_tools;
 
 use std::collections::{BTreeMap, HashSet};
@@ -21,10 +23,10 @@ use super::redact::{LazyRedactor, RedactRuleSpec};
 use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
 use super::shell::CommandPattern;
 use super::tools::{ToolInfo, ToolSet};
-use super::{CompiledPolicy, Decision, Limits, UnknownToolDecision};
+use super::{CompiledPolicy, Decision, UnknownToolDecision};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
 use crate::config::parse::display_path;
-use crate::config::policy_file::{parse_duration, CommandEntry};
+use crate::config::policy_file::CommandEntry;
 use crate::config::{Loaded, PolicyLayer};
 
 /// Choices made at compile time rather than in the files.
@@ -45,7 +47,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPoli
     let rules = c.rules(&loaded.layers);
     let redactor = c.redactor(&loaded.layers);
     let terminate_tools = c.terminate(&loaded.layers);
-    let limits = c.limits(&loaded.layers);
+    let limits = compile_limits(&loaded.layers, &mut c.diags);
     let unknown_tools = loaded
         .layers
         .iter()
@@ -502,72 +504,6 @@ impl Compiler {
             }
         }
         out
-    }
-
-    fn limits(&mut self, layers: &[PolicyLayer]) -> Limits {
-        let mut limits = Limits::default();
-        let mut set = (false, false, false);
-        for layer in layers {
-            let Some(l) = &layer.policy.limits else {
-                continue;
-            };
-            if let Some(t) = &l.timeout {
-                match parse_duration(t) {
-                    Ok(d) => {
-                        limits.timeout = if set.0 { limits.timeout.min(d) } else { d };
-                        set.0 = true;
-                    }
-                    Err(e) => self.err(
-                        layer,
-                        "limits.timeout",
-                        e,
-                        "write a duration such as `120s`",
-                    ),
-                }
-            }
-            if let Some(b) = &l.max_output_bytes {
-                match b.bytes() {
-                    Ok(n) if n > 0 => {
-                        limits.max_output_bytes = if set.1 {
-                            limits.max_output_bytes.min(n)
-                        } else {
-                            n
-                        };
-                        set.1 = true;
-                    }
-                    Ok(_) => self.err(
-                        layer,
-                        "limits.max_output_bytes",
-                        "`max_output_bytes` must be more than 0",
-                        "write a size such as `50KB`",
-                    ),
-                    Err(e) => self.err(
-                        layer,
-                        "limits.max_output_bytes",
-                        e,
-                        "write a size such as `50KB`",
-                    ),
-                }
-            }
-            if let Some(n) = l.max_output_lines {
-                if n == 0 {
-                    self.err(
-                        layer,
-                        "limits.max_output_lines",
-                        "`max_output_lines` must be more than 0",
-                        "write a number of lines such as 2000",
-                    );
-                } else {
-                    limits.max_output_lines = if set.2 {
-                        limits.max_output_lines.min(n)
-                    } else {
-                        n
-                    };
-                    set.2 = true;
-                }
-            }
-        }
-        limits
     }
 }
 

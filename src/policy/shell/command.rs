@@ -84,12 +84,21 @@ impl<'s> Walker<'s, '_> {
     /// wrapper, a shell's `-c` body, `find -exec` commands.
     /// `literal[i]` says whether `words[i]` was free of expansions: only a
     /// literal `-c` body can be analyzed.
+    ///
+    /// Each command it runs in turn is one level deeper: a chain of wrappers
+    /// copies the remaining words at every level, and `find -exec` recurses,
+    /// so both must stop at the nesting limit.
     fn emit(&mut self, words: Vec<String>, literal: Vec<bool>, redirects: Redirects, depth: usize) {
         let mut files = redirects.files;
         let mut stdin_script = redirects.stdin_script;
         let mut words = words;
         let mut literal = literal;
+        let mut depth = depth;
         loop {
+            if depth > self.limits.max_nesting {
+                self.out.over_nesting(self.limits);
+                return;
+            }
             let Some(first) = words.first() else {
                 if !files.is_empty() {
                     self.stack.push(Work::Attach(usize::MAX, files));
@@ -120,14 +129,14 @@ impl<'s> Walker<'s, '_> {
                         let body = words[index].clone();
                         self.push_command(words.clone(), std::mem::take(&mut files), true);
                         let mut nested = ShellAnalysis::default();
-                        analyze_into(&body, depth + 1, &mut nested);
+                        analyze_into(&body, depth + 1, self.limits, &mut nested);
                         self.absorb(nested);
                     }
                     ShellRun::Stdin if stdin_script.is_some() => {
                         self.push_command(words.clone(), std::mem::take(&mut files), true);
                         let body = stdin_script.take().unwrap_or_default();
                         let mut nested = ShellAnalysis::default();
-                        analyze_into(&body, depth + 1, &mut nested);
+                        analyze_into(&body, depth + 1, self.limits, &mut nested);
                         self.absorb(nested);
                     }
                     ShellRun::Stdin | ShellRun::Other => {
@@ -149,7 +158,7 @@ impl<'s> Walker<'s, '_> {
                                     .map_or(Vec::new(), |c| c.words[start..end].to_vec()),
                                 literal[start..end].to_vec(),
                             );
-                            self.emit(cmd, lit, Redirects::default(), depth);
+                            self.emit(cmd, lit, Redirects::default(), depth + 1);
                         }
                     } else {
                         self.push_command(words, files, false);
@@ -170,6 +179,7 @@ impl<'s> Walker<'s, '_> {
                     self.push_command(words, std::mem::take(&mut files), true);
                     words = inner;
                     stdin_script = None;
+                    depth += 1;
                 }
             }
         }
@@ -190,6 +200,9 @@ impl<'s> Walker<'s, '_> {
 
     fn absorb(&mut self, nested: ShellAnalysis) {
         self.out.commands.extend(nested.commands);
+        if nested.over_limit.is_some() {
+            self.out.over_limit = nested.over_limit;
+        }
         for reason in nested.unparsed {
             self.unparsed(reason);
         }

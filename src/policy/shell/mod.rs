@@ -19,6 +19,8 @@
 //! matches policy command patterns.
 
 mod command;
+#[cfg(test)]
+mod limit_tests;
 mod pattern;
 #[cfg(test)]
 mod tests;
@@ -28,20 +30,41 @@ mod wrappers;
 
 use tree_sitter::{Node, Parser};
 
+use crate::policy::limits::{LimitExceeded, Limits};
 use crate::policy::Access;
 
 pub use self::pattern::{CommandPattern, MatchMode};
 use self::walk::{Walker, Work};
 use self::wrappers::FIND_EXEC;
 
-/// Longest script analyzed; anything longer is unparsed, which bounds the
-/// parse time and memory a hostile caller can make us spend.
-pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
+/// What the analyzer may spend on one script: its length, and how deeply
+/// its constructs may nest. Over either, the analysis records
+/// [`ShellAnalysis::over_limit`], which the policy denies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShellLimits {
+    /// Longest script analyzed, in bytes (bounds parse time and memory).
+    pub max_bytes: usize,
+    /// Deepest nesting of subshells, groups, control-flow bodies, `bash -c`
+    /// bodies, command substitutions, wrappers and `find -exec` (bounds
+    /// recursion and the copies each wrapper level makes).
+    pub max_nesting: usize,
+}
 
-/// Deepest nesting of `bash -c` bodies, subshells, groups, control-flow
-/// bodies and command substitutions analyzed; deeper input is unparsed, which
-/// keeps recursion bounded.
-pub const MAX_NESTING: usize = 8;
+impl ShellLimits {
+    /// The shell limits of a policy's [`Limits`].
+    pub fn of(limits: &Limits) -> ShellLimits {
+        ShellLimits {
+            max_bytes: usize::try_from(limits.max_command_bytes).unwrap_or(usize::MAX),
+            max_nesting: limits.max_command_nesting as usize,
+        }
+    }
+}
+
+impl Default for ShellLimits {
+    fn default() -> Self {
+        ShellLimits::of(&Limits::default())
+    }
+}
 
 /// One simple command found in a script, after quote removal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -163,26 +186,45 @@ pub struct ShellAnalysis {
     /// One human-readable reason per construct the analyzer could not account
     /// for. Empty means every command was accounted for.
     pub unparsed: Vec<String>,
+    /// Set when the script is longer or nests deeper than [`ShellLimits`]
+    /// allow; what lies past the limit was not analyzed.
+    pub over_limit: Option<LimitExceeded>,
 }
 
-/// Splits a shell script into its simple commands with tree-sitter-bash.
+impl ShellAnalysis {
+    /// Records that the script nests deeper than `limits` allow.
+    fn over_nesting(&mut self, limits: ShellLimits) {
+        self.over_limit = Some(LimitExceeded::CommandNesting {
+            max: u32::try_from(limits.max_nesting).unwrap_or(u32::MAX),
+        });
+    }
+}
+
+/// Splits a shell script into its simple commands with tree-sitter-bash,
+/// within the default [`ShellLimits`].
 pub fn analyze(script: &str) -> ShellAnalysis {
+    analyze_with(script, ShellLimits::default())
+}
+
+/// [`analyze`] within a policy's limits.
+pub fn analyze_with(script: &str, limits: ShellLimits) -> ShellAnalysis {
     let mut out = ShellAnalysis::default();
-    analyze_into(script, 0, &mut out);
+    analyze_into(script, 0, limits, &mut out);
     out
 }
 
 /// [`analyze`] at a given nesting depth, appending to `out`; `bash -c`
 /// bodies re-enter here one level deeper.
-fn analyze_into(script: &str, depth: usize, out: &mut ShellAnalysis) {
-    if depth > MAX_NESTING {
-        out.unparsed
-            .push(format!("nesting deeper than {MAX_NESTING}"));
+fn analyze_into(script: &str, depth: usize, limits: ShellLimits, out: &mut ShellAnalysis) {
+    if depth > limits.max_nesting {
+        out.over_nesting(limits);
         return;
     }
-    if script.len() > MAX_SCRIPT_BYTES {
-        out.unparsed
-            .push(format!("script longer than {MAX_SCRIPT_BYTES} bytes"));
+    if script.len() > limits.max_bytes {
+        out.over_limit = Some(LimitExceeded::CommandBytes {
+            bytes: script.len(),
+            max: limits.max_bytes as u64,
+        });
         return;
     }
     if script.contains('\0') {
@@ -223,6 +265,7 @@ fn analyze_into(script: &str, depth: usize, out: &mut ShellAnalysis) {
         src: script,
         out,
         stack: Vec::new(),
+        limits,
     };
     walker.stack.push(Work::Statement(root, depth));
     walker.run();

@@ -339,45 +339,7 @@ fn dev_null_is_reported() {
 }
 
 #[test]
-fn deep_shell_nesting_is_unparsed_without_panic() {
-    // Quoting grows exponentially with depth, so 20 levels of `bash -c`
-    // nest through here-documents instead, whose size grows linearly.
-    let mut script = "rm -rf /".to_string();
-    for level in 0..20 {
-        script = format!("bash <<'E{level}'\n{script}\nE{level}");
-    }
-    let a = unparsed(&script);
-    assert!(a.unparsed.iter().any(|r| r.contains("nesting")), "{a:?}");
-    let mut script = "rm -rf /".to_string();
-    for _ in 0..12 {
-        let quoted = script.replace('\\', "\\\\").replace('"', "\\\"");
-        script = format!("bash -c \"{quoted}\"");
-    }
-    let a = unparsed(&script);
-    assert!(a.unparsed.iter().any(|r| r.contains("nesting")), "{a:?}");
-    let mut script = "rm -rf /".to_string();
-    for _ in 0..5 {
-        let quoted = script.replace('\\', "\\\\").replace('"', "\\\"");
-        script = format!("bash -c \"{quoted}\"");
-    }
-    assert!(hits("rm -rf", &script, MatchMode::Anywhere));
-}
-
-#[test]
-fn deep_syntax_nesting_is_unparsed_without_panic() {
-    let script = format!("{}ls{}", "( ".repeat(50), " )".repeat(50));
-    let a = unparsed(&script);
-    assert!(a.unparsed.iter().any(|r| r.contains("nesting")));
-    // A long && chain is flat for the user but deep in the tree.
-    let chain = vec!["true"; 5000].join(" && ");
-    assert_eq!(clean(&chain).commands.len(), 5000);
-}
-
-#[test]
-fn oversized_or_nul_script_is_unparsed() {
-    let a = unparsed(&"x".repeat(200_000));
-    assert!(a.commands.is_empty());
-    assert!(a.unparsed[0].contains("longer than"));
+fn nul_script_is_unparsed() {
     unparsed("ls\0rm -rf /");
 }
 

@@ -5,7 +5,7 @@
 use tree_sitter::Node;
 
 use super::wrappers::is_code_loading_variable;
-use super::{snippet, ShellAnalysis, SimpleCommand, MAX_NESTING};
+use super::{snippet, ShellAnalysis, ShellLimits, SimpleCommand};
 use crate::policy::Access;
 
 /// Pending work. An explicit stack (rather than recursion) keeps long `&&`
@@ -25,6 +25,8 @@ pub(super) struct Walker<'s, 'o> {
     pub(super) src: &'s str,
     pub(super) out: &'o mut ShellAnalysis,
     pub(super) stack: Vec<Work<'s>>,
+    /// How long and how deep the script may be.
+    pub(super) limits: ShellLimits,
 }
 
 /// Redirects and stdin data collected for one command.
@@ -78,8 +80,8 @@ impl<'s> Walker<'s, '_> {
     }
 
     fn statement(&mut self, node: Node<'s>, depth: usize) {
-        if depth > MAX_NESTING {
-            self.unparsed(format!("nesting deeper than {MAX_NESTING}"));
+        if depth > self.limits.max_nesting {
+            self.out.over_nesting(self.limits);
             return;
         }
         match node.kind() {

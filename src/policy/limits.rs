@@ -1,0 +1,305 @@
+//! Resource limits: what one call, one command or one batch may cost.
+//!
+//! Every input toolgate reads comes from someone it does not trust: the
+//! model's arguments, the scripts it asks to run, the number of calls it
+//! sends at once. Each limit here is checked in exactly one place, so every
+//! front-end (CLI, hook, MCP) gets the same answer:
+//!
+//! - argument size and depth: [`check_arguments`], called by the policy's
+//!   [`gather`](super::decide::gather) (so `eval` and hooks) and, before any
+//!   of its own walks over the arguments, by the executor's preflight;
+//! - shell command length and nesting: the shell analyzer
+//!   ([`super::shell::analyze_with`]), judged by the policy's decide;
+//! - calls per batch and calls running at once: the executor.
+//!
+//! Going over a limit is never a crash and never an allow: it is a deny (or
+//! an error result) whose reason names the limit and says what to do.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::tools::truncate::format_size;
+
+/// The limits a policy sets (`limits:`), each with a safe default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// A tool call's time limit.
+    #[serde(serialize_with = "serialize_secs")]
+    pub timeout: Duration,
+    /// Output kept per call, in bytes.
+    pub max_output_bytes: u64,
+    /// Output kept per call, in lines.
+    pub max_output_lines: u64,
+    /// Size of one call's arguments, as compact JSON.
+    pub max_argument_bytes: u64,
+    /// How deeply one call's arguments may nest arrays and objects
+    /// (`{"a": [1]}` is 2 deep).
+    pub max_argument_depth: u32,
+    /// Length of a shell command argument, in bytes.
+    pub max_command_bytes: u64,
+    /// How deeply a shell command may nest: subshells, groups, control-flow
+    /// bodies, `bash -c` bodies, command substitutions, wrappers (`sudo`,
+    /// `env`, …) and `find -exec` each add a level.
+    pub max_command_nesting: u32,
+    /// Tool calls in one batch (one model message).
+    pub max_batch_calls: u32,
+    /// Tool calls executing at once in one gateway; more wait their turn.
+    pub max_concurrent_calls: u32,
+}
+
+fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// The deepest `max_argument_depth` a policy may set: JSON parsers refuse
+/// deeper input before toolgate sees it (serde_json's limit is 128), and
+/// the walks over arguments must stay well inside a thread's stack.
+pub const ARGUMENT_DEPTH_CEILING: u32 = 100;
+/// The deepest `max_command_nesting` a policy may set; each level of a
+/// `bash -c` body is one more parse.
+pub const COMMAND_NESTING_CEILING: u32 = 64;
+/// The longest `max_command_bytes` a policy may set: the analyzer parses the
+/// whole script for every decision.
+pub const COMMAND_BYTES_CEILING: u64 = 1 << 20;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            // Pi's DEFAULT_MAX_BYTES / DEFAULT_MAX_LINES.
+            timeout: Duration::from_secs(120),
+            max_output_bytes: 51_200,
+            max_output_lines: 2000,
+            // Far above any real edit or write (the default policy asks a
+            // person about writes over 1 MB), far below what hurts a gateway.
+            max_argument_bytes: 4 << 20,
+            // Pi's tools nest 3 deep (edit's `edits[].oldText`).
+            max_argument_depth: 32,
+            max_command_bytes: 64 << 10,
+            max_command_nesting: 16,
+            max_batch_calls: 64,
+            max_concurrent_calls: 16,
+        }
+    }
+}
+
+/// Which limit a call, command or batch went over, with the numbers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitExceeded {
+    /// A call's arguments are too large.
+    ArgumentBytes {
+        /// The tool called.
+        tool: String,
+        /// The limit.
+        max: u64,
+    },
+    /// A call's arguments nest too deeply.
+    ArgumentDepth {
+        /// The tool called.
+        tool: String,
+        /// The limit.
+        max: u32,
+    },
+    /// A shell command is too long.
+    CommandBytes {
+        /// Its length.
+        bytes: usize,
+        /// The limit.
+        max: u64,
+    },
+    /// A shell command nests too deeply.
+    CommandNesting {
+        /// The limit.
+        max: u32,
+    },
+    /// A batch has too many calls.
+    BatchCalls {
+        /// Calls in the batch.
+        calls: usize,
+        /// The limit.
+        max: u32,
+    },
+}
+
+impl LimitExceeded {
+    /// The rule id reported with the decision: `limits.<setting>`.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            LimitExceeded::ArgumentBytes { .. } => "limits.max_argument_bytes",
+            LimitExceeded::ArgumentDepth { .. } => "limits.max_argument_depth",
+            LimitExceeded::CommandBytes { .. } => "limits.max_command_bytes",
+            LimitExceeded::CommandNesting { .. } => "limits.max_command_nesting",
+            LimitExceeded::BatchCalls { .. } => "limits.max_batch_calls",
+        }
+    }
+
+    /// What happened and what to do instead, for the model.
+    pub fn message(&self) -> String {
+        let rule = self.rule();
+        match self {
+            LimitExceeded::ArgumentBytes { tool, max } => format!(
+                "The arguments of tool {tool} are larger than {} ({rule}), so the call was not run. \
+                 Send less in one call: split the content over several calls, or write it in parts.",
+                format_size(usize::try_from(*max).unwrap_or(usize::MAX))
+            ),
+            LimitExceeded::ArgumentDepth { tool, max } => format!(
+                "The arguments of tool {tool} nest arrays and objects more than {max} levels deep \
+                 ({rule}), so the call was not run. Send flatter arguments."
+            ),
+            LimitExceeded::CommandBytes { bytes, max } => format!(
+                "The command is {} long, over the limit of {} ({rule}), so it was not run. \
+                 Split it into several shorter commands, or write the script to a file and run that.",
+                format_size(*bytes),
+                format_size(usize::try_from(*max).unwrap_or(usize::MAX))
+            ),
+            LimitExceeded::CommandNesting { max } => format!(
+                "The command nests subshells, `bash -c` bodies, substitutions or wrappers more than \
+                 {max} levels deep ({rule}), so it was not run. Run the inner commands directly."
+            ),
+            LimitExceeded::BatchCalls { calls, max } => format!(
+                "This message has {calls} tool calls, over the limit of {max} per message ({rule}), \
+                 so none of them was run. Send at most {max} tool calls at a time."
+            ),
+        }
+    }
+}
+
+/// Checks a call's arguments against the size and depth limits. Depth is
+/// checked first, without recursion, so that measuring the size (which
+/// serializes) is safe on any input.
+pub fn check_arguments(limits: &Limits, tool: &str, args: &Value) -> Result<(), LimitExceeded> {
+    if deeper_than(args, limits.max_argument_depth as usize) {
+        return Err(LimitExceeded::ArgumentDepth {
+            tool: tool.to_string(),
+            max: limits.max_argument_depth,
+        });
+    }
+    if json_len_over(args, limits.max_argument_bytes) {
+        return Err(LimitExceeded::ArgumentBytes {
+            tool: tool.to_string(),
+            max: limits.max_argument_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// Checks the number of calls in a batch.
+pub fn check_batch(limits: &Limits, calls: usize) -> Result<(), LimitExceeded> {
+    if calls > limits.max_batch_calls as usize {
+        return Err(LimitExceeded::BatchCalls {
+            calls,
+            max: limits.max_batch_calls,
+        });
+    }
+    Ok(())
+}
+
+/// True when `value` nests arrays and objects more than `max` levels deep.
+/// An explicit stack, so the check itself cannot overflow on hostile input.
+pub fn deeper_than(value: &Value, max: usize) -> bool {
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 1)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth > max {
+            return true;
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    false
+}
+
+/// True when `value` as compact JSON is longer than `max` bytes. Stops
+/// serializing as soon as it is. Recursive (serde's serializer), so only
+/// for values already known to be shallow ([`deeper_than`]).
+fn json_len_over(value: &Value, max: u64) -> bool {
+    struct Counter {
+        written: u64,
+        max: u64,
+    }
+    impl Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.written += buf.len() as u64;
+            if self.written > self.max {
+                return Err(io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { written: 0, max };
+    serde_json::to_writer(&mut counter, value).is_err()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn nested(depth: usize) -> Value {
+        // By hand: `json!([v])` would serialize `v` again, recursively.
+        let mut v = json!("x");
+        for _ in 0..depth {
+            v = Value::Array(vec![v]);
+        }
+        v
+    }
+
+    #[test]
+    fn depth_counts_containers() {
+        assert!(!deeper_than(&json!("x"), 0));
+        assert!(!deeper_than(&json!({"a": 1}), 1));
+        assert!(deeper_than(&json!({"a": [1]}), 1));
+        assert!(!deeper_than(&json!({"a": [1]}), 2));
+        assert!(!deeper_than(&nested(32), 32));
+        assert!(deeper_than(&nested(33), 32));
+    }
+
+    #[test]
+    fn a_deep_value_is_refused_without_recursion() {
+        // Built and dropped by hand: serde_json's own Drop recurses.
+        let deep = nested(20_000);
+        let limits = Limits::default();
+        let err = check_arguments(&limits, "read", &deep).unwrap_err();
+        assert_eq!(err.rule(), "limits.max_argument_depth");
+        assert!(err.message().contains("32 levels"), "{}", err.message());
+        let mut v = deep;
+        while let Value::Array(mut items) = v {
+            v = items.pop().unwrap_or(Value::Null);
+        }
+    }
+
+    #[test]
+    fn size_is_the_compact_json_length() {
+        let limits = Limits {
+            max_argument_bytes: 12,
+            ..Limits::default()
+        };
+        // {"a":"1234"} is 12 bytes.
+        assert!(check_arguments(&limits, "t", &json!({"a": "1234"})).is_ok());
+        let err = check_arguments(&limits, "t", &json!({"a": "12345"})).unwrap_err();
+        assert_eq!(err.rule(), "limits.max_argument_bytes");
+        assert!(
+            err.message().contains("larger than 12B"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
+    fn batches_over_the_limit_are_named() {
+        let limits = Limits::default();
+        assert!(check_batch(&limits, 64).is_ok());
+        let err = check_batch(&limits, 65).unwrap_err();
+        assert!(err.message().contains("65 tool calls"), "{}", err.message());
+        assert!(err.message().contains("limits.max_batch_calls"));
+    }
+}
