@@ -108,6 +108,19 @@ pub fn is_embedded_manifest_text(text: &str) -> bool {
 /// The `extends` entry that names the embedded default policy.
 pub const BUILTIN_DEFAULT: &str = "builtin:default";
 
+/// Parses the text of one policy file, without following its `extends`:
+/// for callers that hold the text already (tests, fuzzing, editors).
+pub fn parse_policy(file: SourceFile) -> Result<PolicyLayer, Diagnostics> {
+    let (policy, map) = parse::policy(&file)?;
+    Ok(PolicyLayer { file, map, policy })
+}
+
+/// Parses the text of one tool manifest.
+pub fn parse_manifest(file: SourceFile) -> Result<LoadedManifest, Diagnostics> {
+    let manifest = parse::manifest(&file)?;
+    Ok(LoadedManifest { file, manifest })
+}
+
 /// Reads and parses every policy and manifest file, reporting all problems.
 pub fn load(paths: &ConfigPaths) -> Result<Loaded, Diagnostics> {
     let (loaded, diags) = load_all(paths);

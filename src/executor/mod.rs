@@ -38,7 +38,9 @@ pub use after::redact_value;
 pub use coerce::coerce;
 pub use events::{Event, EventSink, ToolResult};
 pub use prepare::prepare;
-pub use validate::{failure_message, failure_message_within, ArgumentSchema};
+pub use validate::{
+    check_call_arguments, failure_message, failure_message_within, ArgumentSchema, ArgumentsRefused,
+};
 
 /// Puts an `ask` decision to a person. Front-ends that can ask (MCP
 /// elicitation) provide one; without it, `ask` blocks the call with a reason

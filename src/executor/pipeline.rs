@@ -13,12 +13,9 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::after;
-use super::coerce::coerce;
 use super::events::{empty_details, Event, ToolResult};
-use super::prepare::prepare;
-use super::validate::failure_message_within;
+use super::validate::{check_call_arguments, ArgumentsRefused};
 use super::{BatchOptions, Snapshot};
-use crate::policy::limits::check_arguments;
 use crate::policy::{Decision, LimitExceeded, ToolCall, Verdict};
 use crate::tools::{Content, MutationQueues, Progress, Tool, ToolContext};
 
@@ -54,16 +51,6 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
     let Some(tool) = snapshot.active(&call.name) else {
         return immediate(format!("Tool {} not found", call.name));
     };
-    // Size and depth first, before any walk over the arguments; again after
-    // `prepare`, which may turn a JSON string into a nested value.
-    let limits = &snapshot.policy.limits;
-    if let Err(over) = check_arguments(limits, &call.name, &call.arguments) {
-        return over_limit(snapshot, call, &over);
-    }
-    let prepared = prepare(&tool.info.manifest.prepare, &call.arguments);
-    if let Err(over) = check_arguments(limits, &call.name, &prepared) {
-        return over_limit(snapshot, call, &over);
-    }
     let schema = match tool.schema() {
         Ok(schema) => schema,
         Err(e) => {
@@ -73,13 +60,18 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
             ))
         }
     };
-    let args = coerce(tool.info.schema(), prepared.clone());
-    if let Err(problems) = schema.check(&args) {
-        let max = usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX);
-        return immediate(failure_message_within(
-            &call.name, &problems, &prepared, max,
-        ));
-    }
+    let args = match check_call_arguments(
+        &call.name,
+        &tool.info.manifest.prepare,
+        tool.info.schema(),
+        schema,
+        &snapshot.policy.limits,
+        &call.arguments,
+    ) {
+        Ok(args) => args,
+        Err(ArgumentsRefused::OverLimit(over)) => return over_limit(snapshot, call, &over),
+        Err(ArgumentsRefused::Invalid(message)) => return immediate(message),
+    };
 
     let checked = ToolCall {
         id: call.id.clone(),

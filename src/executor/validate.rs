@@ -17,6 +17,10 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::Validator;
 use serde_json::Value;
 
+use super::coerce::coerce;
+use super::prepare::prepare;
+use crate::config::manifest::PrepareStep;
+use crate::policy::limits::{check_arguments, LimitExceeded, Limits};
 use crate::tools::truncate::{format_size, DEFAULT_MAX_BYTES};
 
 /// A tool's compiled argument schema.
@@ -47,6 +51,44 @@ impl ArgumentSchema {
             problems.push((dotted(&pointer), message));
         }
         Err(problems)
+    }
+}
+
+/// Why a call's arguments were refused before the policy saw them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgumentsRefused {
+    /// Over the policy's argument size or depth limit.
+    OverLimit(LimitExceeded),
+    /// Not valid for the tool's schema: Pi's validation error text.
+    Invalid(String),
+}
+
+/// The argument steps of the pipeline for one call: the size and depth
+/// limits (before any walk over the arguments), the manifest's `prepare`
+/// migrations, the limits again (`prepare` may parse a JSON string into a
+/// nested value), coercion, and validation against `schema` (compiled from
+/// `schema_value`). The executor's preflight runs exactly this; it is public
+/// so that tests and fuzzing run the same code.
+pub fn check_call_arguments(
+    tool: &str,
+    steps: &[PrepareStep],
+    schema_value: &Value,
+    schema: &ArgumentSchema,
+    limits: &Limits,
+    args: &Value,
+) -> Result<Value, ArgumentsRefused> {
+    check_arguments(limits, tool, args).map_err(ArgumentsRefused::OverLimit)?;
+    let prepared = prepare(steps, args);
+    check_arguments(limits, tool, &prepared).map_err(ArgumentsRefused::OverLimit)?;
+    let coerced = coerce(schema_value, prepared.clone());
+    match schema.check(&coerced) {
+        Ok(()) => Ok(coerced),
+        Err(problems) => {
+            let max = usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX);
+            Err(ArgumentsRefused::Invalid(failure_message_within(
+                tool, &problems, &prepared, max,
+            )))
+        }
     }
 }
 

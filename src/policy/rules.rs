@@ -330,15 +330,27 @@ pub fn compile_condition(
     })
 }
 
+/// Most bytes the placeholders of one example may expand to, together: a
+/// policy file must not make its loader allocate without bound.
+pub const MAX_PLACEHOLDER_BYTES: u64 = 64 << 20;
+
 /// Expands `"<2 MB>"`-style placeholders in examples and tests into strings
 /// of that many bytes, so a rule on big content can carry a readable example.
+/// Together they expand to at most [`MAX_PLACEHOLDER_BYTES`]; placeholders
+/// past that stay as written (and the example then shows as failing).
 pub fn expand_placeholders(value: &Value) -> Value {
+    let mut budget = MAX_PLACEHOLDER_BYTES;
+    expand_within(value, &mut budget)
+}
+
+fn expand_within(value: &Value, budget: &mut u64) -> Value {
     match value {
         Value::String(s) => {
             if let Some(inner) = s.strip_prefix('<').and_then(|r| r.strip_suffix('>')) {
                 if inner.starts_with(|c: char| c.is_ascii_digit()) {
                     if let Ok(n) = parse_byte_size(inner) {
-                        if n <= 64 << 20 {
+                        if n <= *budget {
+                            *budget -= n;
                             return Value::String("x".repeat(n as usize));
                         }
                     }
@@ -346,10 +358,10 @@ pub fn expand_placeholders(value: &Value) -> Value {
             }
             value.clone()
         }
-        Value::Array(a) => Value::Array(a.iter().map(expand_placeholders).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(|v| expand_within(v, budget)).collect()),
         Value::Object(o) => Value::Object(
             o.iter()
-                .map(|(k, v)| (k.clone(), expand_placeholders(v)))
+                .map(|(k, v)| (k.clone(), expand_within(v, budget)))
                 .collect(),
         ),
         other => other.clone(),
@@ -430,6 +442,15 @@ mod tests {
         )
         .unwrap();
         let none = |_: &str, _: &str| None;
+        // Together at most 64 MB: the third placeholder stays as written.
+        let many = expand_placeholders(
+            &serde_json::json!({"a": "<30 MB>", "b": "<30 MB>", "c": "<30 MB>"}),
+        );
+        let sizes: Vec<usize> = ["a", "b", "c"]
+            .iter()
+            .map(|k| many[k].as_str().map_or(0, str::len))
+            .collect();
+        assert_eq!(sizes, [30 << 20, 30 << 20, 7]);
         let big = expand_placeholders(&serde_json::json!({"content": "<2 KB>"}));
         assert_eq!(big["content"].as_str().unwrap().len(), 2048);
         assert!(c.eval(big.as_object().unwrap(), &none));
