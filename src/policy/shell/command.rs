@@ -148,16 +148,20 @@ impl<'s> Walker<'s, '_> {
             match unwrap(&program, &words) {
                 Unwrapped::NotWrapper => {
                     if program == "find" {
-                        let inner = find_exec_commands(&words);
+                        // Each `-exec` command is cut from find's own words:
+                        // after the first is emitted, the last command
+                        // reported is no longer find (cutting from it
+                        // panicked; found by the shell_analyzer fuzz target).
+                        let inner: Vec<(Vec<String>, Vec<bool>)> = find_exec_commands(&words)
+                            .into_iter()
+                            .map(|(start, end)| {
+                                let lit =
+                                    literal.get(start..end).map_or(Vec::new(), <[bool]>::to_vec);
+                                (words[start..end].to_vec(), lit)
+                            })
+                            .collect();
                         self.push_command(words, files, false);
-                        for (start, end) in inner {
-                            let (cmd, lit) = (
-                                self.out
-                                    .commands
-                                    .last()
-                                    .map_or(Vec::new(), |c| c.words[start..end].to_vec()),
-                                literal[start..end].to_vec(),
-                            );
+                        for (cmd, lit) in inner {
                             self.emit(cmd, lit, Redirects::default(), depth + 1);
                         }
                     } else {

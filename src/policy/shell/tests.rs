@@ -339,6 +339,16 @@ fn dev_null_is_reported() {
 }
 
 #[test]
+fn find_with_several_exec_commands_reports_each() {
+    // The second `-exec` was cut from the wrong command and panicked
+    // (fuzz/regressions/shell_analyzer/find-two-exec-slice-panic).
+    assert_eq!(
+        programs("find . -exec ls {} \\; -exec rm -rf / \\;"),
+        ["find", "ls", "rm"]
+    );
+}
+
+#[test]
 fn nul_script_is_unparsed() {
     unparsed("ls\0rm -rf /");
 }
