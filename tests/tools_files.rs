@@ -238,14 +238,23 @@ async fn read_decodes_bytes_that_are_not_utf8_like_node() {
         .call("read", json!({"path": "latin1.txt"}))
         .await
         .expect("read");
-    assert_eq!(text(&out), "a\u{FFFD}\u{FFFD}\nb");
+    // toolgate adds a notice that the file is not all text.
+    assert_eq!(
+        text(&out),
+        "a\u{FFFD}\u{FFFD}\nb\n\n[The file is not all text: 2 byte sequences \
+         that are not UTF-8 are shown as \u{FFFD}.]"
+    );
     // A truncated multi-byte character at the end of the file.
     ws.put("cut.txt", b"caf\xc3");
     let out = ws
         .call("read", json!({"path": "cut.txt"}))
         .await
         .expect("read");
-    assert_eq!(text(&out), "caf\u{FFFD}");
+    assert_eq!(
+        text(&out),
+        "caf\u{FFFD}\n\n[The file is not all text: 1 byte sequence that is not UTF-8 \
+         is shown as \u{FFFD}.]"
+    );
 }
 
 #[tokio::test]

@@ -129,7 +129,11 @@ async fn invalid_utf8_and_nul_bytes_do_not_break_anything() {
     let out = bash(&ctx, json!({"command": r"printf '\xff\xfe\000ok'"}))
         .await
         .unwrap();
-    assert_eq!(text(&out), "\u{fffd}\u{fffd}\u{0}ok");
+    assert_eq!(
+        text(&out),
+        "\u{fffd}\u{fffd}\u{fffd}ok\n\n[The output is not all text: 1 NUL byte and \
+         2 byte sequences that are not UTF-8 are shown as \u{fffd}.]"
+    );
 }
 
 #[tokio::test]

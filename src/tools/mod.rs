@@ -14,6 +14,7 @@
 
 pub mod atomic;
 mod bash;
+pub mod binary;
 mod command;
 mod edit;
 mod edit_diff;

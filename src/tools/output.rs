@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
+use super::binary::{mask_nul, BinaryCount, BinaryScan};
 use super::truncate::{format_size, truncate_tail, TruncatedBy, Truncation};
 use crate::policy::Limits;
 
@@ -30,6 +31,8 @@ pub struct Snapshot {
     pub max_bytes: usize,
     /// The line limit in force, for details.
     pub max_lines: usize,
+    /// NUL bytes and invalid UTF-8 in the *whole* output so far.
+    pub binary: BinaryCount,
 }
 
 impl Snapshot {
@@ -42,6 +45,12 @@ impl Snapshot {
         } else {
             t.content.clone()
         };
+        if let Some(notice) = self.binary.notice("output") {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(&notice);
+        }
         if !t.truncated() {
             return text;
         }
@@ -127,6 +136,7 @@ pub struct OutputAccumulator {
     current_line_bytes: usize,
     previous_line_bytes: usize,
     spill: Option<Spill>,
+    binary: BinaryScan,
 }
 
 impl OutputAccumulator {
@@ -148,6 +158,7 @@ impl OutputAccumulator {
             current_line_bytes: 0,
             previous_line_bytes: 0,
             spill: None,
+            binary: BinaryScan::default(),
         }
     }
 
@@ -157,6 +168,7 @@ impl OutputAccumulator {
             return;
         }
         self.total_bytes += data.len();
+        self.binary.feed(data);
         let mut line_start = 0;
         for (i, _) in data.iter().enumerate().filter(|(_, b)| **b == b'\n') {
             self.previous_line_bytes = self.current_line_bytes + (i - line_start);
@@ -190,12 +202,15 @@ impl OutputAccumulator {
         } else {
             // The first kept line is a fragment; show from the next whole line,
             // unless the tail is the end of one over-long line.
+            // A newline that is the tail's last byte ends the over-long line
+            // itself: skipping past it showed nothing at all.
             match self.tail.iter().position(|b| *b == b'\n') {
-                Some(i) => &self.tail[i + 1..],
-                None => &self.tail[..],
+                Some(i) if i + 1 < self.tail.len() => &self.tail[i + 1..],
+                _ => &self.tail[..],
             }
         };
         let text = String::from_utf8_lossy(bytes);
+        let text = mask_nul(&text);
         let mut truncation = truncate_tail(&text, self.max_lines, self.max_bytes);
         let total_lines = self.total_lines();
         let cut = total_lines > self.max_lines || self.total_bytes > self.max_bytes;
@@ -220,6 +235,7 @@ impl OutputAccumulator {
             },
             max_bytes: self.max_bytes,
             max_lines: self.max_lines,
+            binary: self.binary.count(),
         }
     }
 
@@ -375,9 +391,29 @@ mod tests {
     }
 
     #[test]
+    fn an_overlong_last_line_ending_in_a_newline_shows_its_end() {
+        let mut acc = OutputAccumulator::new(&limits(10, 8), "t");
+        acc.append(&[b'a'; 100]);
+        acc.append(b"END\n");
+        let snap = acc.snapshot();
+        let text = snap.render("");
+        assert!(
+            text.starts_with("aaaaaEND\n\n[Showing last 8B of line 1 (line is 103B)."),
+            "{text}"
+        );
+        if let Some(p) = snap.full_output_path {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+
+    #[test]
     fn invalid_utf8_is_replaced_not_fatal() {
         let mut acc = OutputAccumulator::new(&limits(10, 100), "t");
-        acc.append(&[0xff, 0xfe, b'o', b'k']);
-        assert_eq!(acc.snapshot().render(""), "\u{fffd}\u{fffd}ok");
+        acc.append(&[0xff, 0xfe, b'o', b'k', 0]);
+        assert_eq!(
+            acc.snapshot().render(""),
+            "\u{fffd}\u{fffd}ok\u{fffd}\n\n[The output is not all text: 1 NUL byte and \
+             2 byte sequences that are not UTF-8 are shown as \u{fffd}.]"
+        );
     }
 }

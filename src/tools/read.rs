@@ -17,6 +17,7 @@ use cap_std::fs::{File, Metadata, OpenOptions, OpenOptionsExt};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::binary::{append_notice, mask_nul, BinaryCount, BinaryScan};
 use super::file_errors::{io_error, join_error, ABORTED};
 use super::image::{detect_mime_type, is_inline_type, SNIFF_BYTES};
 use super::read_lines::{LineSelector, LossyDecoder, Selection};
@@ -88,7 +89,8 @@ impl Request {
 /// What was found in the file.
 #[derive(Debug)]
 enum Loaded {
-    Text(Selection),
+    /// The selected lines, and what in the whole file was not text.
+    Text(Selection, BinaryCount),
     Image {
         mime: &'static str,
         base64: String,
@@ -176,8 +178,10 @@ fn load(
         return load_image(reader, chunk, mime, size).map_err(read_error);
     }
     let mut decoder = LossyDecoder::default();
+    let mut binary = BinaryScan::default();
     let mut selector = LineSelector::new(start, limit);
-    let mut sink = |text: &str| selector.push(text);
+    let mut sink = |text: &str| selector.push(&mask_nul(text));
+    binary.feed(&chunk);
     decoder.feed(&chunk, &mut sink);
     while !eof {
         if cancel.is_cancelled() {
@@ -185,10 +189,11 @@ fn load(
         }
         chunk.clear();
         eof = fill(&mut reader, &mut chunk, CHUNK_SIZE).map_err(read_error)?;
+        binary.feed(&chunk);
         decoder.feed(&chunk, &mut sink);
     }
     decoder.finish(&mut sink);
-    Ok(Loaded::Text(selector.finish()))
+    Ok(Loaded::Text(selector.finish(), binary.count()))
 }
 
 /// Reads until `buf` holds `want` bytes or the input ends; true at the end.
@@ -232,9 +237,10 @@ fn load_image(
     })
 }
 
-/// The model's view of what was loaded, with Pi's notices.
+/// The model's view of what was loaded, with Pi's notices, and toolgate's
+/// when the file is not all text.
 fn render(request: &Request, loaded: Loaded) -> Result<ToolOutput, ToolError> {
-    let selection = match loaded {
+    let (selection, binary) = match loaded {
         Loaded::Image { mime, base64 } => {
             return Ok(ToolOutput {
                 content: vec![
@@ -252,8 +258,17 @@ fn render(request: &Request, loaded: Loaded) -> Result<ToolOutput, ToolError> {
                 "Read image file [{mime}]\n{note}"
             )))
         }
-        Loaded::Text(selection) => selection,
+        Loaded::Text(selection, binary) => (selection, binary),
     };
+    let mut output = render_text(request, &selection)?;
+    if let Some(notice) = binary.notice("file") {
+        append_notice(&mut output, &notice);
+    }
+    Ok(output)
+}
+
+/// The selected lines with Pi's notices.
+fn render_text(request: &Request, selection: &Selection) -> Result<ToolOutput, ToolError> {
     let total = selection.total_file_lines;
     let start = request.start_line();
     if start >= total {
