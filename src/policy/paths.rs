@@ -64,7 +64,7 @@ pub fn resolve(ws: &Workspace, raw: &str) -> Result<ResolvedPath, String> {
         ws.root.join(spelled)
     };
     let lexical = fold(&absolute);
-    let real = follow(&absolute)?;
+    let real = follow(ws, &absolute)?;
     Ok(ResolvedPath { lexical, real })
 }
 
@@ -125,10 +125,18 @@ pub fn fold(path: &Path) -> PathBuf {
 
 /// Follows symlinks component by component, as the kernel does (so `link/..`
 /// is the target's parent), and folds the part that does not exist yet.
-fn follow(absolute: &Path) -> Result<PathBuf, String> {
+///
+/// The workspace root was canonicalized when the workspace was opened, so a
+/// path spelled under it starts from there instead of checking each of the
+/// root's own components again (a `..` after the root still walks up it, as
+/// the kernel would).
+fn follow(ws: &Workspace, absolute: &Path) -> Result<PathBuf, String> {
     let mut queue: VecDeque<OsString> = VecDeque::new();
-    let mut current = PathBuf::from("/");
-    for c in absolute.components() {
+    let (mut current, rest) = match absolute.strip_prefix(&ws.root) {
+        Ok(rest) => (ws.root.clone(), rest),
+        Err(_) => (PathBuf::from("/"), absolute),
+    };
+    for c in rest.components() {
         match c {
             Component::RootDir | Component::Prefix(_) => {}
             other => queue.push_back(other.as_os_str().to_os_string()),
