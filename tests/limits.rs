@@ -133,6 +133,11 @@ fn eval_denies_each_argument_and_command_limit() {
         &verdict(&eval_call(dir.path(), &deep_cmd.to_string())),
         "limits.max_command_nesting",
     );
+    let slow = json!({"name": "bash", "arguments": {"command": "$[".repeat(30_000)}});
+    assert_denied_by(
+        &verdict(&eval_call(dir.path(), &slow.to_string())),
+        "commands.too_complex",
+    );
     // Over a limit is a deny even where the policy would allow what it
     // cannot analyze.
     let lax = tempfile::tempdir().unwrap();

@@ -114,6 +114,11 @@ pub enum LimitExceeded {
         /// The limit.
         max: u32,
     },
+    /// A shell command could not be parsed in the time allowed.
+    CommandTooComplex {
+        /// The time allowed, in milliseconds.
+        max_ms: u64,
+    },
     /// A batch has too many calls.
     BatchCalls {
         /// Calls in the batch.
@@ -131,6 +136,8 @@ impl LimitExceeded {
             LimitExceeded::ArgumentDepth { .. } => "limits.max_argument_depth",
             LimitExceeded::CommandBytes { .. } => "limits.max_command_bytes",
             LimitExceeded::CommandNesting { .. } => "limits.max_command_nesting",
+            // Not a policy setting: a fixed bound on the analyzer's time.
+            LimitExceeded::CommandTooComplex { .. } => "commands.too_complex",
             LimitExceeded::BatchCalls { .. } => "limits.max_batch_calls",
         }
     }
@@ -157,6 +164,10 @@ impl LimitExceeded {
             LimitExceeded::CommandNesting { max } => format!(
                 "The command nests subshells, `bash -c` bodies, substitutions or wrappers more than \
                  {max} levels deep ({rule}), so it was not run. Run the inner commands directly."
+            ),
+            LimitExceeded::CommandTooComplex { max_ms } => format!(
+                "The command could not be analyzed within {max_ms} ms ({rule}), so it was not run. \
+                 Send simpler commands, one at a time."
             ),
             LimitExceeded::BatchCalls { calls, max } => format!(
                 "This message has {calls} tool calls, over the limit of {max} per message ({rule}), \

@@ -129,14 +129,14 @@ impl<'s> Walker<'s, '_> {
                         let body = words[index].clone();
                         self.push_command(words.clone(), std::mem::take(&mut files), true);
                         let mut nested = ShellAnalysis::default();
-                        analyze_into(&body, depth + 1, self.limits, &mut nested);
+                        analyze_into(&body, depth + 1, self.limits, self.deadline, &mut nested);
                         self.absorb(nested);
                     }
                     ShellRun::Stdin if stdin_script.is_some() => {
                         self.push_command(words.clone(), std::mem::take(&mut files), true);
                         let body = stdin_script.take().unwrap_or_default();
                         let mut nested = ShellAnalysis::default();
-                        analyze_into(&body, depth + 1, self.limits, &mut nested);
+                        analyze_into(&body, depth + 1, self.limits, self.deadline, &mut nested);
                         self.absorb(nested);
                     }
                     ShellRun::Stdin | ShellRun::Other => {

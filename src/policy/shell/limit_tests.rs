@@ -103,6 +103,7 @@ fn limits_come_from_the_caller() {
     let tight = ShellLimits {
         max_bytes: 10,
         max_nesting: 1,
+        ..ShellLimits::default()
     };
     assert_eq!(
         analyze_with("echo hello world", tight).over_limit,
@@ -111,6 +112,7 @@ fn limits_come_from_the_caller() {
     let shallow = ShellLimits {
         max_bytes: 100,
         max_nesting: 1,
+        ..ShellLimits::default()
     };
     assert!(analyze_with("(ls)", shallow).over_limit.is_none());
     assert!(analyze_with("sudo ls", shallow).over_limit.is_none());
@@ -121,4 +123,22 @@ fn limits_come_from_the_caller() {
             "{script}"
         );
     }
+}
+
+#[test]
+fn a_script_that_parses_slowly_is_cut_off() {
+    // tree-sitter's error recovery took 50 s on 60 KB of `$[` (found by
+    // probing deep inputs through `eval`): parsing stops at the deadline.
+    let script = "$[".repeat(30_000);
+    let started = Instant::now();
+    assert_eq!(over(&script).rule(), "commands.too_complex");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let quick = ShellLimits {
+        max_parse_time: Duration::from_millis(1),
+        ..ShellLimits::default()
+    };
+    assert_eq!(
+        analyze_with(&"$[".repeat(3_000), quick).over_limit,
+        Some(LimitExceeded::CommandTooComplex { max_ms: 1 })
+    );
 }

@@ -28,7 +28,9 @@ mod walk;
 mod words;
 mod wrappers;
 
-use tree_sitter::{Node, Parser};
+use std::time::{Duration, Instant};
+
+use tree_sitter::{Node, ParseOptions, ParseState, Parser};
 
 use crate::policy::limits::{LimitExceeded, Limits};
 use crate::policy::Access;
@@ -48,7 +50,16 @@ pub struct ShellLimits {
     /// bodies, command substitutions, wrappers and `find -exec` (bounds
     /// recursion and the copies each wrapper level makes).
     pub max_nesting: usize,
+    /// How long parsing one command (with its `bash -c` bodies) may take.
+    /// tree-sitter's error recovery is far from linear on some inputs
+    /// (60 KB of `$[` took 50 s), so parsing stops here and the command is
+    /// denied as too complex.
+    pub max_parse_time: Duration,
 }
+
+/// The default [`ShellLimits::max_parse_time`]: every real script parses in
+/// milliseconds, even at the length limit.
+pub const MAX_PARSE_TIME: Duration = Duration::from_secs(1);
 
 impl ShellLimits {
     /// The shell limits of a policy's [`Limits`].
@@ -56,6 +67,7 @@ impl ShellLimits {
         ShellLimits {
             max_bytes: usize::try_from(limits.max_command_bytes).unwrap_or(usize::MAX),
             max_nesting: limits.max_command_nesting as usize,
+            max_parse_time: MAX_PARSE_TIME,
         }
     }
 }
@@ -209,13 +221,20 @@ pub fn analyze(script: &str) -> ShellAnalysis {
 /// [`analyze`] within a policy's limits.
 pub fn analyze_with(script: &str, limits: ShellLimits) -> ShellAnalysis {
     let mut out = ShellAnalysis::default();
-    analyze_into(script, 0, limits, &mut out);
+    let deadline = Instant::now() + limits.max_parse_time;
+    analyze_into(script, 0, limits, deadline, &mut out);
     out
 }
 
 /// [`analyze`] at a given nesting depth, appending to `out`; `bash -c`
-/// bodies re-enter here one level deeper.
-fn analyze_into(script: &str, depth: usize, limits: ShellLimits, out: &mut ShellAnalysis) {
+/// bodies re-enter here one level deeper, with the same `deadline`.
+fn analyze_into(
+    script: &str,
+    depth: usize,
+    limits: ShellLimits,
+    deadline: Instant,
+    out: &mut ShellAnalysis,
+) {
     if depth > limits.max_nesting {
         out.over_nesting(limits);
         return;
@@ -240,9 +259,23 @@ fn analyze_into(script: &str, depth: usize, limits: ShellLimits, out: &mut Shell
             .push("the bash grammar could not be loaded".to_string());
         return;
     }
-    let Some(tree) = parser.parse(script, None) else {
-        out.unparsed
-            .push("the script could not be parsed".to_string());
+    let bytes = script.as_bytes();
+    let mut out_of_time = |_: &ParseState| Instant::now() > deadline;
+    let options = ParseOptions::new().progress_callback(&mut out_of_time);
+    let parsed = parser.parse_with_options(
+        &mut |at, _| bytes.get(at..).unwrap_or_default(),
+        None,
+        Some(options),
+    );
+    let Some(tree) = parsed else {
+        if Instant::now() > deadline {
+            out.over_limit = Some(LimitExceeded::CommandTooComplex {
+                max_ms: u64::try_from(limits.max_parse_time.as_millis()).unwrap_or(u64::MAX),
+            });
+        } else {
+            out.unparsed
+                .push("the script could not be parsed".to_string());
+        }
         return;
     };
     let root = tree.root_node();
@@ -266,6 +299,7 @@ fn analyze_into(script: &str, depth: usize, limits: ShellLimits, out: &mut Shell
         out,
         stack: Vec::new(),
         limits,
+        deadline,
     };
     walker.stack.push(Work::Statement(root, depth));
     walker.run();

@@ -2,6 +2,8 @@
 //! work stack and records redirections, here-documents, assignments and
 //! substitutions. Simple commands are handed to `command`, words to `words`.
 
+use std::time::Instant;
+
 use tree_sitter::Node;
 
 use super::wrappers::is_code_loading_variable;
@@ -27,6 +29,8 @@ pub(super) struct Walker<'s, 'o> {
     pub(super) stack: Vec<Work<'s>>,
     /// How long and how deep the script may be.
     pub(super) limits: ShellLimits,
+    /// When parsing nested bodies must stop.
+    pub(super) deadline: Instant,
 }
 
 /// Redirects and stdin data collected for one command.
