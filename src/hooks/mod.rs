@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::policy::limits::preview;
 use crate::policy::Decision;
 
 /// Hook input larger than this is refused unread: a hook must not be made to
@@ -399,7 +400,7 @@ fn parse(agent: Agent, input: &[u8]) -> Result<Payload, (Option<Event>, String)>
             (None, format!("toolgate: unknown hook event `{name}`; `toolgate hook {}` answers {before} and {after}; {denied}", agent.key()))
         })?,
         Some(other) => {
-            return Err((None, format!("toolgate: `hook_event_name` must be a string, got {other}; {denied}")))
+            return Err((None, format!("toolgate: `hook_event_name` must be a string, got {}; {denied}", preview(other))))
         }
         None => {
             return Err((None, format!("toolgate: the hook input has no `hook_event_name`; {denied}")))
@@ -410,7 +411,8 @@ fn parse(agent: Agent, input: &[u8]) -> Result<Payload, (Option<Event>, String)>
         Some(Value::String(name)) if !name.is_empty() => name,
         Some(other) => {
             return Err(fail(format!(
-                "`tool_name` must be a tool's name, got {other}"
+                "`tool_name` must be a tool's name, got {}",
+                preview(&other)
             )))
         }
         None => return Err(fail("the hook input has no `tool_name`".to_string())),
@@ -425,7 +427,8 @@ fn parse(agent: Agent, input: &[u8]) -> Result<Payload, (Option<Event>, String)>
         }
         Some(other) => {
             return Err(fail(format!(
-                "`tool_input` of {tool_name} must be a JSON object, got {other}"
+                "`tool_input` of {tool_name} must be a JSON object, got {}",
+                preview(&other)
             )))
         }
     };
@@ -440,7 +443,12 @@ fn parse(agent: Agent, input: &[u8]) -> Result<Payload, (Option<Event>, String)>
     let cwd = match obj.remove("cwd") {
         Some(Value::String(cwd)) => Some(cwd),
         None | Some(Value::Null) => None,
-        Some(other) => return Err(fail(format!("`cwd` must be a directory path, got {other}"))),
+        Some(other) => {
+            return Err(fail(format!(
+                "`cwd` must be a directory path, got {}",
+                preview(&other)
+            )))
+        }
     };
     Ok(Payload {
         event,

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::patch;
 use crate::config::manifest::Dialect;
+use crate::policy::limits::preview;
 use crate::policy::tools::ToolInfo;
 use crate::{CompiledPolicy, ToolCall};
 
@@ -129,7 +130,8 @@ pub fn translate(
             return refuse(
                 "hooks.dialect",
                 format!(
-                    "argument `{w}` of {name} must be a directory path (a string), got {other}"
+                    "argument `{w}` of {name} must be a directory path (a string), got {}",
+                    preview(other)
                 ),
             )
         }
@@ -153,7 +155,7 @@ pub fn translate(
                 format!(
                     "argument `{}` of {name} must hold the patch text, got {}",
                     p.from,
-                    other.map_or("nothing".to_string(), Value::to_string)
+                    other.map_or("nothing".to_string(), preview)
                 ),
             )
         }

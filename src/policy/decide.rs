@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::limits::check_arguments;
+use super::limits::{check_arguments, preview};
 use super::paths::{self, expand_shell_glob, glob_key, looks_like_path, PathFact, Workspace};
 use super::shell::{self, ShellAnalysis, ShellLimits};
 use super::{Access, CompiledPolicy, Decision, UnknownToolDecision};
@@ -186,7 +186,10 @@ pub fn gather_in(
             Some(other) => facts.problems.push(Finding::new(
                 Decision::Deny,
                 "paths.resolve",
-                format!("argument `{arg}` must be a string path, got {other}"),
+                format!(
+                    "argument `{arg}` must be a string path, got {}",
+                    preview(other)
+                ),
             )),
         }
     }
@@ -213,7 +216,10 @@ pub fn gather_in(
             Some(other) => facts.problems.push(Finding::new(
                 Decision::Deny,
                 "commands.unparsed",
-                format!("argument `{arg}` must be a string command, got {other}"),
+                format!(
+                    "argument `{arg}` must be a string command, got {}",
+                    preview(other)
+                ),
             )),
         }
     }

@@ -207,6 +207,47 @@ pub fn check_batch(limits: &Limits, calls: usize) -> Result<(), LimitExceeded> {
     Ok(())
 }
 
+/// Most characters of a value [`preview`] shows.
+pub const PREVIEW_CHARS: usize = 120;
+
+/// `value` as compact JSON for a message, cut after [`PREVIEW_CHARS`]
+/// characters: a reason that quotes a wrong argument must not grow with it.
+pub fn preview(value: &Value) -> String {
+    struct Capped {
+        text: String,
+        full: bool,
+    }
+    impl Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.text.push_str(&String::from_utf8_lossy(buf));
+            if self.text.chars().count() > PREVIEW_CHARS {
+                self.full = true;
+                return Err(io::Error::other("enough"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    // Deeper than any parser hands over: do not recurse into it at all.
+    if deeper_than(value, ARGUMENT_DEPTH_CEILING as usize) {
+        return "(a value nested too deeply to show)".to_string();
+    }
+    let mut out = Capped {
+        text: String::new(),
+        full: false,
+    };
+    let _ = serde_json::to_writer(&mut out, value);
+    if out.full {
+        let mut cut: String = out.text.chars().take(PREVIEW_CHARS).collect();
+        cut.push('…');
+        cut
+    } else {
+        out.text
+    }
+}
+
 /// True when `value` nests arrays and objects more than `max` levels deep.
 /// An explicit stack, so the check itself cannot overflow on hostile input.
 pub fn deeper_than(value: &Value, max: usize) -> bool {
@@ -303,6 +344,16 @@ mod tests {
             "{}",
             err.message()
         );
+    }
+
+    #[test]
+    fn previews_are_short() {
+        assert_eq!(preview(&json!({"a": [1, "x"]})), r#"{"a":[1,"x"]}"#);
+        let long = preview(&json!("y".repeat(10_000)));
+        assert_eq!(long.chars().count(), PREVIEW_CHARS + 1);
+        assert!(long.ends_with('…'));
+        let deep = preview(&nested(200));
+        assert_eq!(deep, "(a value nested too deeply to show)");
     }
 
     #[test]
