@@ -8,7 +8,10 @@
 //! calls on it.
 
 pub mod admin;
+pub mod command;
+pub mod http;
 pub mod log;
+pub mod mcp;
 pub mod metrics;
 pub mod reload;
 
