@@ -38,8 +38,12 @@ pub enum PathAccess {
 pub enum Implementation {
     /// One of the built-in tools: read, write, edit, bash, grep, find, ls.
     Builtin(String),
-    /// A program run directly (never through a shell); `{arg}` words are
-    /// replaced by the argument's value as one whole word.
+    /// A program run directly (never through a shell), in the workspace,
+    /// with a clean environment (see [`ExecOptions`]). A word that is exactly
+    /// `{arg}` becomes the argument's value as one argv word (a string
+    /// verbatim, a number or boolean as JSON text, an array one word per
+    /// element); `{arg}` inside a longer word (`--max-count={n}`) is replaced
+    /// in place. A word whose argument is absent is left out.
     Exec(Vec<String>),
 }
 
@@ -71,6 +75,106 @@ pub struct Manifest {
     /// How hook adapters map an agent CLI's own tool onto this one.
     #[serde(default)]
     pub dialects: BTreeMap<String, Dialect>,
+    /// `[exec]`: how an exec tool's program runs (only with
+    /// `implementation = { exec = [...] }`).
+    #[serde(default)]
+    pub exec: Option<ExecOptions>,
+}
+
+/// The manifest's `[exec]` table: the environment and output format of an
+/// exec tool's program.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecOptions {
+    /// Environment variables passed through from the gateway's environment;
+    /// every other variable is removed. Default `["PATH"]`; `[]` runs the
+    /// program with an empty environment.
+    #[serde(default = "default_exec_env")]
+    #[schemars(with = "Vec<String>")]
+    pub env: Vec<Spanned<String>>,
+    /// How the program's output becomes the result.
+    #[serde(default)]
+    pub output: ExecOutput,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            env: default_exec_env(),
+            output: ExecOutput::default(),
+        }
+    }
+}
+
+fn default_exec_env() -> Vec<Spanned<String>> {
+    vec![Spanned::new(0..0, "PATH".to_string())]
+}
+
+/// How an exec tool's output becomes its result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecOutput {
+    /// stdout and stderr merged into one text block, tail-truncated like
+    /// bash's, the full output kept in a temp file when cut.
+    #[default]
+    Text,
+    /// stdout is a JSON array of MCP content blocks (`text`, `image`,
+    /// `audio`, `resource`) that become the result's content; stderr is only
+    /// shown when the program fails.
+    Content,
+}
+
+/// One piece of an exec word.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecWordPart {
+    /// Literal text (with `{{` and `}}` already turned into braces).
+    Text(String),
+    /// `{name}`: the value of argument `name`.
+    Arg(String),
+}
+
+/// Splits an exec word into literal text and `{name}` placeholders. `name`
+/// is a letter or `_` followed by letters, digits, `_` or `-`; any other
+/// brace is literal (so `find -exec {} ;` keeps its `{}`), and `{{` / `}}`
+/// write a literal brace where a placeholder would otherwise be read.
+pub fn parse_exec_word(word: &str) -> Vec<ExecWordPart> {
+    let mut parts = Vec::new();
+    let mut text = String::new();
+    let mut rest = word;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("{{") || rest.starts_with("}}") {
+            text.push(c);
+            rest = &rest[2..];
+            continue;
+        }
+        if c == '{' {
+            if let Some(end) = rest.find('}') {
+                let name = &rest[1..end];
+                if is_placeholder_name(name) {
+                    if !text.is_empty() {
+                        parts.push(ExecWordPart::Text(std::mem::take(&mut text)));
+                    }
+                    parts.push(ExecWordPart::Arg(name.to_string()));
+                    rest = &rest[end + 1..];
+                    continue;
+                }
+            }
+        }
+        text.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    if !text.is_empty() || parts.is_empty() {
+        parts.push(ExecWordPart::Text(text));
+    }
+    parts
+}
+
+fn is_placeholder_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// The manifest's `[effects]` table.
@@ -132,4 +236,27 @@ pub struct Dialect {
     /// The CLI's argument name -> this tool's argument name.
     #[serde(default)]
     pub args: BTreeMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ExecWordPart::{Arg, Text};
+
+    #[test]
+    fn exec_words_split_into_text_and_placeholders() {
+        assert_eq!(parse_exec_word("{path}"), vec![Arg("path".into())]);
+        assert_eq!(
+            parse_exec_word("--max-count={n}"),
+            vec![Text("--max-count=".into()), Arg("n".into())]
+        );
+        assert_eq!(parse_exec_word("{}"), vec![Text("{}".into())]);
+        assert_eq!(parse_exec_word("{{path}}"), vec![Text("{path}".into())]);
+        assert_eq!(parse_exec_word("{ a }"), vec![Text("{ a }".into())]);
+        assert_eq!(parse_exec_word(""), vec![Text(String::new())]);
+        assert_eq!(
+            parse_exec_word("é{x}"),
+            vec![Text("é".into()), Arg("x".into())]
+        );
+    }
 }

@@ -141,6 +141,16 @@ impl EventSink {
         EventSink(Arc::new(f))
     }
 
+    /// A sink and the stream of its events, for observers that would rather
+    /// `recv().await` than be called back.
+    pub fn channel() -> (EventSink, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = EventSink::new(move |e: &Event| {
+            let _ = tx.send(e.clone());
+        });
+        (sink, rx)
+    }
+
     /// Delivers one event.
     pub fn emit(&self, event: &Event) {
         (self.0)(event)

@@ -353,6 +353,19 @@ impl PathRules {
     }
 }
 
+impl PathRules {
+    /// True when the deny globs cover `path` (absolute, as spelled), or, for a
+    /// directory, what is inside it. Search tools skip such entries while
+    /// walking, so a search never shows what a read of the file would be
+    /// refused; a denied directory is not entered at all.
+    pub fn denies_read(&self, ws: &Workspace, path: &Path) -> bool {
+        let key = glob_key(ws, path);
+        // The same "inside" probe as `check`: `.git/**` covers `.git` itself.
+        let inside = format!("{key}/\u{0}");
+        self.deny.first_match(&key).is_some() || self.deny.first_match(&inside).is_some()
+    }
+}
+
 /// The string globs match against: workspace-relative when inside the
 /// workspace, the absolute path without its leading `/` otherwise (so `**/x`
 /// patterns still apply outside).

@@ -85,6 +85,7 @@ pub struct Gateway {
     /// Counters and histograms for `/metrics`.
     pub metrics: metrics::Metrics,
     tools_changed: watch::Sender<u64>,
+    reloads: watch::Sender<u64>,
 }
 
 impl Gateway {
@@ -109,6 +110,7 @@ impl Gateway {
         let executor = Executor::new(Arc::new(policy), workspace)
             .map_err(|e| format!("cannot open the workspace's roots: {e}"))?;
         let (tools_changed, _) = watch::channel(0);
+        let (reloads, _) = watch::channel(0);
         Ok(Arc::new(Gateway {
             executor,
             config,
@@ -116,6 +118,7 @@ impl Gateway {
             log,
             metrics: metrics::Metrics::default(),
             tools_changed,
+            reloads,
         }))
     }
 
@@ -208,6 +211,7 @@ impl Gateway {
                     status.last_reload_error = None;
                 }
                 self.metrics.record_reload(true);
+                self.reloads.send_modify(|n| *n += 1);
                 if tools_changed {
                     self.tools_changed.send_modify(|n| *n += 1);
                 }
@@ -224,6 +228,11 @@ impl Gateway {
     /// send `notifications/tools/list_changed`).
     pub fn subscribe_tools_changed(&self) -> watch::Receiver<u64> {
         self.tools_changed.subscribe()
+    }
+
+    /// Notified after every reload that made a new policy active.
+    pub fn subscribe_reloads(&self) -> watch::Receiver<u64> {
+        self.reloads.subscribe()
     }
 
     /// The current status.

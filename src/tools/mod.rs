@@ -12,9 +12,27 @@
 //! Errors are values: a tool returns [`ToolError`] with the exact text the
 //! model should read, and the executor turns it into an error result.
 
+pub mod atomic;
+mod bash;
+mod command;
+mod edit;
+mod edit_diff;
+mod edit_match;
+mod exec;
+mod file_errors;
+mod find;
+mod grep;
+mod image;
+mod ls;
 mod mutation;
+mod output;
+mod process;
+mod read;
+mod read_lines;
 mod sandbox;
+mod search;
 pub mod truncate;
+mod write;
 
 use std::fmt;
 use std::future::Future;
@@ -221,12 +239,22 @@ pub trait Tool: Send + Sync + fmt::Debug {
 pub fn from_manifest(info: &ToolInfo) -> Option<Arc<dyn Tool>> {
     match &info.manifest.implementation {
         Implementation::Builtin(name) => builtin(name),
-        Implementation::Exec(_) => None,
+        Implementation::Exec(_) => {
+            exec::ExecTool::from_manifest(&info.manifest).map(|t| Arc::new(t) as Arc<dyn Tool>)
+        }
     }
 }
 
 /// A built-in tool by name.
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
-    let _ = name;
-    None
+    match name {
+        "read" => Some(Arc::new(read::ReadTool)),
+        "write" => Some(Arc::new(write::WriteTool)),
+        "edit" => Some(Arc::new(edit::EditTool)),
+        "bash" => Some(Arc::new(bash::Bash)),
+        "grep" => Some(Arc::new(grep::Grep)),
+        "find" => Some(Arc::new(find::Find)),
+        "ls" => Some(Arc::new(ls::Ls)),
+        _ => None,
+    }
 }

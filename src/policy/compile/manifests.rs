@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::super::tools::{ToolInfo, ToolSet, BUILTINS};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
-use crate::config::manifest::Implementation;
+use crate::config::manifest::{parse_exec_word, ExecWordPart, Implementation};
 use crate::config::parse::position_of;
 use crate::config::LoadedManifest;
 
@@ -87,6 +87,7 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
             }
             _ => {}
         }
+        ok &= check_exec(lm, &name, diags);
         let schema_pos = toml_key_position(&file.text, "parameters");
         if m.parameters.get("type").and_then(Value::as_str) != Some("object") {
             diags.push(
@@ -196,6 +197,92 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
         }
     }
     set
+}
+
+/// Checks an exec tool's placeholders and `[exec]` table: every `{name}`
+/// must be a parameter, environment names must be plain names, and
+/// `[exec]` belongs to exec tools only. False when something is wrong.
+fn check_exec(lm: &LoadedManifest, tool: &str, diags: &mut Diagnostics) -> bool {
+    let (m, file) = (&lm.manifest, &lm.file);
+    let mut ok = true;
+    let argv = match &m.implementation {
+        Implementation::Exec(argv) => argv,
+        Implementation::Builtin(b) => {
+            if m.exec.is_some() {
+                diags.push(
+                    Diagnostic::new(
+                        &file.name,
+                        table_position(&file.text, "[exec]"),
+                        format!(
+                            "`[exec]` applies to exec tools, but `{tool}` is the builtin `{b}`"
+                        ),
+                    )
+                    .with_help("remove `[exec]`, or use `implementation = { exec = [...] }`"),
+                );
+                return false;
+            }
+            return true;
+        }
+    };
+    let props = m.parameters.get("properties").and_then(Value::as_object);
+    let implementation_line = toml_key_position(&file.text, "implementation").line;
+    for word in argv.iter().skip(1) {
+        for part in parse_exec_word(word) {
+            let ExecWordPart::Arg(arg) = part else {
+                continue;
+            };
+            if props.is_some_and(|p| p.contains_key(&arg)) {
+                continue;
+            }
+            let placeholder = format!("{{{arg}}}");
+            let pos = file
+                .text
+                .match_indices(&placeholder)
+                .map(|(i, _)| position_of(&file.text, i))
+                .find(|p| p.line >= implementation_line)
+                .unwrap_or_else(|| toml_key_position(&file.text, "implementation"));
+            diags.push(
+                Diagnostic::new(
+                    &file.name,
+                    pos,
+                    format!("exec placeholder `{placeholder}` names `{arg}`, which is not a parameter of `{tool}`"),
+                )
+                .with_help(format!(
+                    "name a property of `[parameters]`, or write `{{{{{arg}}}}}` for the literal text `{placeholder}`"
+                )),
+            );
+            ok = false;
+        }
+    }
+    for var in m.exec.iter().flat_map(|e| &e.env) {
+        let v = var.get_ref();
+        if v.is_empty() || v.contains(['=', '\0']) {
+            diags.push(
+                Diagnostic::new(
+                    &file.name,
+                    position_of(&file.text, var.span().start),
+                    format!("`exec.env` entry `{v}` is not an environment variable name"),
+                )
+                .with_help(
+                    "list names of variables to pass through, e.g. `env = [\"PATH\", \"HOME\"]`",
+                ),
+            );
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// Where a table header such as `[exec]` starts; line 1 when absent.
+fn table_position(text: &str, header: &str) -> Position {
+    text.lines()
+        .enumerate()
+        .find(|(_, l)| l.trim_start().starts_with(header))
+        .map(|(i, l)| Position {
+            line: i + 1,
+            col: l.len() - l.trim_start().len() + 1,
+        })
+        .unwrap_or(Position { line: 1, col: 1 })
 }
 
 /// Checks a manifest's schema against the JSON Schema meta-schema. Building
