@@ -45,6 +45,12 @@ error)
   echo 'This tool intentionally returns an error for testing' >&2
   exit 1
   ;;
+reconnection)
+  # The suite's SSE polling scenario calls this; toolgate answers on the
+  # POST stream (it never closes a stream mid-call), which the suite
+  # reports as information, not a failure.
+  printf '%s' '[{"type":"text","text":"Reconnection test completed"}]'
+  ;;
 json_schema)
   printf '%s' '[{"type":"text","text":"JSON Schema 2020-12 tool called"}]'
   ;;
