@@ -106,6 +106,18 @@ fn check_full_report(r: &Value) {
     assert!(values.len() >= 2, "progress on a slow command: {progress}");
     assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
 
+    // The client declared elicitation: `ask` was put to it, once approved,
+    // once declined (a request while the call waits in the handshake era;
+    // an input-required round in the stateless era).
+    assert_eq!(r["ask"]["is_error"], false, "{r}");
+    assert_eq!(text(&r["ask"]), "approve-me\n");
+    assert!(r["ask_prompts"][0]
+        .as_str()
+        .unwrap_or_default()
+        .contains("echo approve-me"));
+    assert_eq!(r["ask_declined"]["is_error"], true, "{r}");
+    assert!(text(&r["ask_declined"]).contains("declined"), "{r}");
+
     let cancel = &r["cancel"];
     assert_eq!(cancel["cancelled"], true, "{cancel}");
     assert!(cancel["pid"].is_u64(), "the command started: {cancel}");
@@ -118,13 +130,6 @@ fn python_sdk_over_stdio_legacy_handshake() {
     let r = stdio_python("legacy");
     assert_eq!(r["protocol_version"], "2025-11-25", "{r}");
     check_full_report(&r);
-    // The client declared elicitation: `ask` was put to it and approved.
-    assert_eq!(r["ask"]["is_error"], false, "{r}");
-    assert_eq!(text(&r["ask"]), "approve-me\n");
-    assert!(r["ask_prompts"][0]
-        .as_str()
-        .unwrap_or_default()
-        .contains("echo approve-me"));
 }
 
 #[test]
@@ -145,13 +150,10 @@ fn python_sdk_over_streamable_http_both_eras() {
             mode.to_string(),
             "--url".to_string(),
             url.clone(),
-            "--http-only".to_string(),
         ];
         let r = python_client(&args, ws.path());
         assert_eq!(r["protocol_version"], version, "{r}");
-        assert_eq!(r["tools"], serde_json::json!(["read", "ls", "bash"]), "{r}");
-        assert_eq!(r["allowed"]["is_error"], false, "{r}");
-        assert_eq!(text(&r["allowed"]), "hello\n");
+        check_full_report(&r);
     }
 }
 

@@ -26,6 +26,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::approve::PendingApprovals;
 use super::mcp::McpServer;
 use super::{admin, Gateway};
 
@@ -131,8 +132,16 @@ pub fn app(gateway: Arc<Gateway>, options: &HttpOptions, shutdown: CancellationT
         config = config.disable_allowed_hosts();
     }
     let factory_gateway = gateway.clone();
+    // One store of stateless-era approval questions: the answer comes back
+    // in a later request, served by another handler.
+    let approvals = Arc::new(PendingApprovals::default());
     let mcp = StreamableHttpService::new(
-        move || Ok(McpServer::new(factory_gateway.clone())),
+        move || {
+            Ok(McpServer::with_approvals(
+                factory_gateway.clone(),
+                approvals.clone(),
+            ))
+        },
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -20,8 +20,9 @@
 //!   call's token: tools stop and bash kills its process group; rmcp sends
 //!   no response for a cancelled request;
 //! - `ask` goes to the user through elicitation when the client declared it
-//!   ([`ElicitationApprover`]); otherwise the executor blocks the call with
-//!   a reason saying approval is required;
+//!   (see [`super::approve`]: a request while the call waits, or in the
+//!   stateless era an `InputRequiredResult` round); otherwise the executor
+//!   blocks the call with a reason saying approval is required;
 //! - a reload that changes the active tools sends
 //!   `notifications/tools/list_changed`: to each handshake-era session, and
 //!   to each `subscriptions/listen` stream of the stateless era.
@@ -35,18 +36,15 @@
 // rmcp marks the logging types deprecated (SEP-2577); we serve them anyway.
 #![allow(deprecated)]
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, RoleServer, ServiceExt, SubscriptionContext,
@@ -54,12 +52,12 @@ use rmcp::service::{
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
+use super::approve::{self, Answered, ElicitationApprover, PendingApprovals};
 use super::Gateway;
-use crate::executor::{redact_value, Approver, BatchOptions, Event, EventSink, ToolResult};
+use crate::executor::{Approver, BatchOptions, Event, EventSink, ToolResult};
 use crate::policy::tools::ToolInfo;
-use crate::policy::{ToolCall, Verdict};
+use crate::policy::ToolCall;
 use crate::tools::ToolOutput;
 
 /// What the server tells clients about itself on `initialize` and
@@ -76,38 +74,84 @@ pub struct McpServer {
     watching: Arc<AtomicBool>,
     /// The least severe log level the client wants (`logging/setLevel`).
     log_level: Arc<AtomicU8>,
+    /// Stateless-era approval questions; shared by every handler of a server.
+    approvals: Arc<PendingApprovals>,
+}
+
+/// How an `ask` is put to the user for one request.
+enum Asking {
+    /// Nobody can be asked: the executor blocks the call.
+    Nobody,
+    /// This approver answers.
+    Approver(Arc<dyn Approver>),
+    /// Answer the request with this question first (stateless era).
+    FirstAsk(rmcp::model::InputRequiredResult),
 }
 
 impl McpServer {
     /// A handler serving `gateway`'s tools.
     pub fn new(gateway: Arc<Gateway>) -> McpServer {
+        McpServer::with_approvals(gateway, Arc::default())
+    }
+
+    /// A handler that shares its stateless-era approval questions with
+    /// others (HTTP serves each stateless request with a new handler).
+    pub fn with_approvals(gateway: Arc<Gateway>, approvals: Arc<PendingApprovals>) -> McpServer {
         McpServer {
             gateway,
             watching: Arc::new(AtomicBool::new(false)),
             log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
+            approvals,
         }
     }
 
-    /// Who asks the user when the policy says `ask`: elicitation, when the
-    /// client declared it and the era allows server-to-client requests.
-    fn approver(&self, context: &RequestContext<RoleServer>) -> Option<Arc<dyn Approver>> {
+    /// Who answers when the policy says `ask`: elicitation, when the client
+    /// declared it.
+    fn asking(
+        &self,
+        context: &RequestContext<RoleServer>,
+        request: &CallToolRequestParams,
+        call: &ToolCall,
+    ) -> Asking {
         let declared = context
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some());
-        // The stateless era forbids server-to-client requests (it has
-        // multi-round-trip results instead), so there the executor's
-        // "approval required" denial applies.
+        if !declared {
+            return Asking::Nobody;
+        }
         let stateless = context
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        if !declared || stateless {
-            return None;
+        if !stateless {
+            return Asking::Approver(Arc::new(ElicitationApprover {
+                peer: context.peer.clone(),
+                cancel: context.ct.clone(),
+                gateway: self.gateway.clone(),
+            }));
         }
-        Some(Arc::new(ElicitationApprover {
-            peer: context.peer.clone(),
-            cancel: context.ct.clone(),
-            gateway: self.gateway.clone(),
-        }))
+        // The stateless era forbids server-to-client requests: a call that
+        // needs approval is answered with the question, and the client
+        // calls again with the user's answer.
+        if let Some(state) = &request.request_state {
+            let response = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(approve::APPROVAL_KEY));
+            if let Some(answer) = self.approvals.answer(state, call, response) {
+                return Asking::Approver(Arc::new(Answered(answer)));
+            }
+            // An unknown or expired question: ask again.
+        }
+        match approve::needs_approval(&self.gateway, call) {
+            Some(verdict) => {
+                let form = approve::approval_form(&self.gateway, call, &verdict);
+                match approve::input_required(form, self.approvals.ask(call)) {
+                    Some(question) => Asking::FirstAsk(question),
+                    None => Asking::Nobody,
+                }
+            }
+            None => Asking::Nobody,
+        }
     }
 }
 
@@ -193,7 +237,12 @@ impl ServerHandler for McpServer {
         let call = ToolCall {
             id: format!("mcp-{}", context.id),
             name,
-            arguments: Value::Object(request.arguments.unwrap_or_default()),
+            arguments: Value::Object(request.arguments.clone().unwrap_or_default()),
+        };
+        let approver = match self.asking(&context, &request, &call) {
+            Asking::Nobody => None,
+            Asking::Approver(a) => Some(a),
+            Asking::FirstAsk(question) => return Ok(question.into()),
         };
         let (updates_tx, mut updates) = mpsc::unbounded_channel::<ToolOutput>();
         let events = EventSink::new(move |event| {
@@ -204,7 +253,7 @@ impl ServerHandler for McpServer {
         let options = BatchOptions {
             events: Some(events),
             cancel: context.ct.clone(),
-            approver: self.approver(&context),
+            approver,
             ..BatchOptions::default()
         };
         let mut forwarder = UpdateForwarder {
@@ -409,86 +458,11 @@ fn progress_message(partial: &ToolOutput) -> Option<String> {
     Some(shorten(line.trim(), 200))
 }
 
-fn shorten(text: &str, max_chars: usize) -> String {
+/// `text` cut to `max_chars` characters, with an ellipsis when cut.
+pub(crate) fn shorten(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),
-    }
-}
-
-/// Puts an `ask` decision to the user through MCP elicitation: a form with
-/// one yes/no field. Anything but an accepted "yes" (decline, cancel, a
-/// client error, the call being cancelled) leaves the call blocked.
-pub struct ElicitationApprover {
-    peer: Peer<RoleServer>,
-    cancel: CancellationToken,
-    gateway: Arc<Gateway>,
-}
-
-impl ElicitationApprover {
-    fn request(&self, call: &ToolCall, verdict: &Verdict) -> Option<ElicitRequestParams> {
-        // Secrets in the arguments are redacted before a person sees them.
-        let mut arguments = call.arguments.clone();
-        redact_value(self.gateway.policy().redactor.get(), &mut arguments);
-        let arguments = serde_json::to_string_pretty(&arguments).unwrap_or_default();
-        let message = format!(
-            "Allow the tool call `{}`?\n\n{}\n\nArguments:\n{}",
-            call.name,
-            verdict.reason,
-            shorten(&arguments, 2000)
-        );
-        let params = serde_json::json!({
-            "mode": "form",
-            "message": message,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "approve": {
-                        "type": "boolean",
-                        "title": "Run this call",
-                        "description": "Yes runs the call once; no blocks it.",
-                        "default": false
-                    }
-                },
-                "required": ["approve"]
-            }
-        });
-        serde_json::from_value(params)
-            .map_err(|e| tracing::error!(error = %e, "elicitation request cannot be built"))
-            .ok()
-    }
-}
-
-impl Approver for ElicitationApprover {
-    fn approve<'a>(
-        &'a self,
-        call: &'a ToolCall,
-        verdict: &'a Verdict,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
-        Box::pin(async move {
-            let Some(params) = self.request(call, verdict) else {
-                return false;
-            };
-            let answer = tokio::select! {
-                _ = self.cancel.cancelled() => return false,
-                answer = self.peer.create_elicitation(params) => answer,
-            };
-            match answer {
-                Ok(result) => {
-                    result.action == ElicitationAction::Accept
-                        && result
-                            .content
-                            .as_ref()
-                            .and_then(|c| c.get("approve"))
-                            .and_then(Value::as_bool)
-                            == Some(true)
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "elicitation failed; the call stays blocked");
-                    false
-                }
-            }
-        })
     }
 }
 

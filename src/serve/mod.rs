@@ -8,6 +8,7 @@
 //! calls on it.
 
 pub mod admin;
+pub mod approve;
 pub mod command;
 pub mod http;
 pub mod log;

@@ -39,11 +39,12 @@ def group_alive(pgid):
         return True
 
 
-def approver(answer, asked):
-    """An elicitation callback that answers every approval form with `answer`."""
+def approver(answers, asked):
+    """An elicitation callback that answers approval forms with `answers`, in order."""
 
     async def callback(context, params):
         asked.append(params.message)
+        answer = answers.pop(0) if answers else False
         return types.ElicitResult(action="accept", content={"approve": answer})
 
     return callback
@@ -52,7 +53,7 @@ def approver(answer, asked):
 async def scenarios(server, mode, workspace, full):
     report = {"mode": mode}
     asked = []
-    elicit = approver(True, asked)
+    elicit = approver([True, False], asked)
     async with Client(server, mode=mode, elicitation_callback=elicit) as client:
         report["protocol_version"] = str(client.protocol_version)
         tools = await client.list_tools()
@@ -80,6 +81,9 @@ async def scenarios(server, mode, workspace, full):
         report["progress"] = {"result": summary(slow), "updates": updates}
 
         report["ask"] = summary(await client.call_tool("bash", {"command": "echo approve-me"}))
+        report["ask_declined"] = summary(
+            await client.call_tool("bash", {"command": "echo approve-me"})
+        )
         report["ask_prompts"] = asked
 
         pid_file = os.path.join(workspace, "pid.txt")
