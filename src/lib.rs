@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod executor;
+pub mod hooks;
 pub mod policy;
 pub mod serve;
 pub mod testing;

@@ -1,4 +1,5 @@
-//! The `toolgate` command line: check, test, eval, call, redact, serve, schema.
+//! The `toolgate` command line: check, test, eval, call, redact, serve, hook,
+//! schema.
 //!
 //! Exit codes are a contract for CI: 0 success, 1 when `check` finds errors or
 //! `test` has failures, 2 for usage and configuration errors. Only requested
@@ -138,6 +139,11 @@ enum Command {
         #[arg(long)]
         policies: Option<PathBuf>,
     },
+    /// Answer an agent CLI's hook call (JSON on stdin), or install toolgate as its hook.
+    Hook {
+        #[command(subcommand)]
+        command: toolgate::hooks::HookCommand,
+    },
     /// Print the JSON Schema of a file format, for editors.
     Schema {
         /// Which format.
@@ -257,6 +263,7 @@ fn main() -> ExitCode {
             watch: !no_watch,
         }),
         Command::Redact { policies } => redact(policies),
+        Command::Hook { command } => toolgate::hooks::main(command),
         Command::Schema { kind } => schema(kind),
     }
 }

@@ -72,9 +72,11 @@ pub struct Manifest {
     /// Declarative argument migrations applied before validation.
     #[serde(default)]
     pub prepare: Vec<PrepareStep>,
-    /// How hook adapters map an agent CLI's own tool onto this one.
+    /// How hook adapters map an agent CLI's own tools onto this one, by CLI:
+    /// `claude`, `codex`, `gemini`, or `mcp` for MCP tools (which all three
+    /// CLIs name `mcp__SERVER__TOOL`).
     #[serde(default)]
-    pub dialects: BTreeMap<String, Dialect>,
+    pub dialects: BTreeMap<String, DialectEntries>,
     /// `[exec]`: how an exec tool's program runs (only with
     /// `implementation = { exec = [...] }`).
     #[serde(default)]
@@ -227,7 +229,17 @@ pub struct Wrap {
     pub into: String,
 }
 
+/// The keys `[dialects.*]` may use: the agent CLIs toolgate speaks to as a
+/// hook, and `mcp` for MCP tools, which every one of them names alike.
+pub const DIALECT_KEYS: &[&str] = &["claude", "codex", "gemini", "mcp"];
+
 /// `[dialects.claude]` — an agent CLI's tool that is this tool.
+///
+/// A hook adapter renames the CLI's arguments through `args` before the
+/// policy sees them. An argument that is neither mapped nor listed in
+/// `ignore` makes the call a deny: a field the CLI adds later could change
+/// what the call does (Gemini's `dir_path` moves a command elsewhere), so it
+/// must be mapped or declared harmless before it is let through.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Dialect {
@@ -236,6 +248,81 @@ pub struct Dialect {
     /// The CLI's argument name -> this tool's argument name.
     #[serde(default)]
     pub args: BTreeMap<String, String>,
+    /// The CLI's arguments that do not matter to the policy (`description`,
+    /// a timeout in other units, …): dropped before deciding.
+    #[serde(default)]
+    pub ignore: Vec<String>,
+    /// The CLI's argument naming the directory a command runs in (Gemini's
+    /// `dir_path`): the command's relative words are judged from there, and
+    /// the directory is checked like a path the command reads.
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// The CLI's argument holding a patch in Codex's `apply_patch` format:
+    /// every file it adds, updates, deletes or moves becomes one call of this
+    /// tool.
+    #[serde(default)]
+    pub patch: Option<PatchDialect>,
+}
+
+/// `patch = { from = "command", path = "path", content = "content" }`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchDialect {
+    /// The CLI's argument that holds the patch text.
+    pub from: String,
+    /// This tool's write-path argument, set to each file the patch touches.
+    pub path: String,
+    /// This tool's argument that receives the text the patch writes.
+    #[serde(default)]
+    pub content: Option<String>,
+}
+
+/// One CLI's dialect entries: a table (`[dialects.claude]`) for one of the
+/// CLI's tools, or an array of tables (`[[dialects.claude]]`) when several of
+/// them are this tool (Claude's `Edit` and `MultiEdit`).
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(with = "DialectEntriesSchema")]
+pub struct DialectEntries(pub Vec<Dialect>);
+
+/// The schema of [`DialectEntries`]: one table or an array of them.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // only its schema is used
+enum DialectEntriesSchema {
+    One(Dialect),
+    Many(Vec<Dialect>),
+}
+
+impl<'de> Deserialize<'de> for DialectEntries {
+    // A hand-written visitor rather than `#[serde(untagged)]`, so a typo in a
+    // dialect table keeps serde's precise message (`unknown field …`) instead
+    // of "did not match any variant".
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = DialectEntries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a dialect table or an array of dialect tables")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let one = Dialect::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(DialectEntries(vec![one]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let many =
+                    Vec::<Dialect>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(DialectEntries(many))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 #[cfg(test)]

@@ -5,17 +5,27 @@
 //! regex that does not compile). This index maps a dotted path such as
 //! `rules.2.tools.0` to the line and column where that node starts, so those
 //! errors point at the exact spot too. It is built from a second, event-level
-//! parse of the same text, which is cheap next to compiling the policy.
+//! parse of the same text — only when a position is first asked for, because
+//! a policy that loads cleanly never needs one, and that parse costs as much
+//! as reading the policy (a hook pays for it on every tool call).
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use saphyr_parser::{Event, Parser};
 
 use super::diagnostics::Position;
 
-/// Where each node of a YAML document starts, by dotted path.
+/// Where each node of a YAML document starts, by dotted path, indexed on
+/// first use.
 #[derive(Debug, Default, Clone)]
 pub struct SourceMap {
+    text: Arc<str>,
+    index: OnceLock<Index>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Index {
     values: HashMap<String, Position>,
     keys: HashMap<String, Position>,
 }
@@ -34,10 +44,41 @@ fn join(parent: &str, segment: &str) -> String {
 }
 
 impl SourceMap {
+    /// The index of `text`, built when a position is first asked for.
+    pub fn build(text: &str) -> SourceMap {
+        SourceMap {
+            text: Arc::from(text),
+            index: OnceLock::new(),
+        }
+    }
+
+    fn index(&self) -> &Index {
+        self.index.get_or_init(|| Index::build(&self.text))
+    }
+
+    /// Where the node at `path` starts; falls back to the nearest ancestor that
+    /// exists, and to the top of the file.
+    pub fn value(&self, path: &str) -> Position {
+        lookup(&self.index().values, path)
+    }
+
+    /// Where the *key* of the mapping entry at `path` is (the line a reader
+    /// looks at for "unknown field"); falls back like [`SourceMap::value`].
+    pub fn key(&self, path: &str) -> Position {
+        let index = self.index();
+        index
+            .keys
+            .get(path)
+            .copied()
+            .unwrap_or_else(|| lookup(&index.values, path))
+    }
+}
+
+impl Index {
     /// Indexes `text`. Stops quietly at a syntax error: the deserializer reports
     /// that one with its own position.
-    pub fn build(text: &str) -> SourceMap {
-        let mut map = SourceMap::default();
+    fn build(text: &str) -> Index {
+        let mut map = Index::default();
         let mut stack: Vec<Frame> = Vec::new();
         let mut parser = Parser::new_from_str(text);
         while let Some(Ok((event, span))) = parser.next_event() {
@@ -100,21 +141,6 @@ impl SourceMap {
             }
         }
         map
-    }
-
-    /// Where the node at `path` starts; falls back to the nearest ancestor that
-    /// exists, and to the top of the file.
-    pub fn value(&self, path: &str) -> Position {
-        lookup(&self.values, path)
-    }
-
-    /// Where the *key* of the mapping entry at `path` is (the line a reader
-    /// looks at for "unknown field"); falls back like [`SourceMap::value`].
-    pub fn key(&self, path: &str) -> Position {
-        self.keys
-            .get(path)
-            .copied()
-            .unwrap_or_else(|| lookup(&self.values, path))
     }
 }
 

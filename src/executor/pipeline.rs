@@ -5,9 +5,13 @@
 //! (unknown tool, invalid arguments, blocked, aborted) that skips execution
 //! and the after-hook, as in Pi.
 
+use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -19,7 +23,9 @@ use super::prepare::prepare;
 use super::validate::failure_message;
 use super::{BatchOptions, Snapshot};
 use crate::policy::{Decision, ToolCall, Verdict};
-use crate::tools::{Content, MutationQueues, Progress, Tool, ToolContext};
+use crate::tools::{
+    Content, MutationQueues, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
+};
 
 /// Pi's text for a call cancelled before it ran.
 pub const ABORTED: &str = "Operation aborted";
@@ -180,9 +186,8 @@ pub async fn execute(
         mutations: mutations.clone(),
     };
     let started = Instant::now();
-    // Its own task, so a panicking tool is an error result, not a crash.
-    let task = tokio::spawn(async move { implementation.execute(&ctx, args).await });
-    let outcome = task.await;
+    // A panicking tool is an error result, not a crash.
+    let outcome = CatchUnwind(implementation.execute(&ctx, args)).await;
     let duration = started.elapsed();
     accepting.store(false, Ordering::Release);
 
@@ -203,14 +208,9 @@ pub async fn execute(
                 result.details = error.details;
             }
         }
-        Err(join_error) => {
-            let what = if join_error.is_panic() {
-                "crashed"
-            } else {
-                "was stopped"
-            };
+        Err(_panic) => {
             result.content = vec![Content::text(format!(
-                "Tool {} {what} while running; its result is unknown.",
+                "Tool {} crashed while running; its result is unknown.",
                 call.name
             ))];
         }
@@ -221,6 +221,24 @@ pub async fn execute(
     result.duration = Some(duration);
     after::finalize(&snapshot.policy, &mut result);
     result
+}
+
+/// Polls a tool's future, turning a panic into `Err` (the tool's own task
+/// is not spawned separately: a second task per call would cost a thread
+/// hand-off for every call of a batch).
+struct CatchUnwind<'a>(ToolFuture<'a>);
+
+impl Future for CatchUnwind<'_> {
+    type Output = Result<Result<ToolOutput, ToolError>, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
 }
 
 /// Pi's text for calls of a message cut off by the output token limit.

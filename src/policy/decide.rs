@@ -125,6 +125,18 @@ fn is_harmless_device(word: &str) -> bool {
 
 /// Resolves paths and analyzes commands of `call` (the I/O half of a decision).
 pub fn gather(policy: &CompiledPolicy, ws: &Workspace, call: &ToolCall) -> CallFacts {
+    gather_in(policy, ws, call, None)
+}
+
+/// Like [`gather`], for a call whose command runs in `workdir` rather than
+/// the workspace (an agent CLI's `dir_path`): the command's relative words are
+/// judged from there, and `workdir` itself is checked like a path it reads.
+pub fn gather_in(
+    policy: &CompiledPolicy,
+    ws: &Workspace,
+    call: &ToolCall,
+    workdir: Option<&str>,
+) -> CallFacts {
     let status = match policy.tools.get(&call.name) {
         None => ToolStatus::Unknown,
         Some(_) if policy.tools.is_active(&call.name) => ToolStatus::Active,
@@ -167,7 +179,18 @@ pub fn gather(policy: &CompiledPolicy, ws: &Workspace, call: &ToolCall) -> CallF
     if let Some(arg) = &tool.command_arg {
         match args.get(arg) {
             None | Some(Value::Null) => {}
-            Some(Value::String(script)) => facts.shell = Some(gather_shell(ws, script)),
+            Some(Value::String(script)) => {
+                if let Some(dir) = workdir {
+                    facts.paths.push(PathFact {
+                        source: "working directory".to_string(),
+                        raw: dir.to_string(),
+                        access: Access::Read,
+                        resolved: paths::resolve(ws, dir),
+                        check_roots: true,
+                    });
+                }
+                facts.shell = Some(gather_shell(ws, script, workdir.unwrap_or("")));
+            }
             Some(other) => facts.problems.push(Finding::new(
                 Decision::Deny,
                 "commands.unparsed",
@@ -178,12 +201,12 @@ pub fn gather(policy: &CompiledPolicy, ws: &Workspace, call: &ToolCall) -> CallF
     facts
 }
 
-fn gather_shell(ws: &Workspace, script: &str) -> ShellFacts {
+fn gather_shell(ws: &Workspace, script: &str, start: &str) -> ShellFacts {
     let analysis = shell::analyze(script);
     // `cd dir && cat x` reads dir/x: track the directory through the script in
     // source order (control flow ignored; a cd we cannot follow makes later
     // relative words relative to where it points, which is the strict side).
-    let mut base = String::new();
+    let mut base = start.to_string();
     let mut files = Vec::with_capacity(analysis.commands.len());
     for cmd in &analysis.commands {
         let mut facts = Vec::new();
@@ -355,6 +378,12 @@ impl CompiledPolicy {
     /// Decides one call: [`gather`] then [`decide`].
     pub fn evaluate(&self, ws: &Workspace, call: &ToolCall) -> Verdict {
         let facts = gather(self, ws, call);
+        decide(self, ws, &facts)
+    }
+
+    /// Decides one call whose command runs in `workdir` ([`gather_in`]).
+    pub fn evaluate_in(&self, ws: &Workspace, call: &ToolCall, workdir: Option<&str>) -> Verdict {
+        let facts = gather_in(self, ws, call, workdir);
         decide(self, ws, &facts)
     }
 }

@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -63,7 +64,7 @@ pub fn resolve(ws: &Workspace, raw: &str) -> Result<ResolvedPath, String> {
         ws.root.join(spelled)
     };
     let lexical = fold(&absolute);
-    let real = follow(&absolute)?;
+    let real = follow(ws, &absolute)?;
     Ok(ResolvedPath { lexical, real })
 }
 
@@ -124,10 +125,18 @@ pub fn fold(path: &Path) -> PathBuf {
 
 /// Follows symlinks component by component, as the kernel does (so `link/..`
 /// is the target's parent), and folds the part that does not exist yet.
-fn follow(absolute: &Path) -> Result<PathBuf, String> {
+///
+/// The workspace root was canonicalized when the workspace was opened, so a
+/// path spelled under it starts from there instead of checking each of the
+/// root's own components again (a `..` after the root still walks up it, as
+/// the kernel would).
+fn follow(ws: &Workspace, absolute: &Path) -> Result<PathBuf, String> {
     let mut queue: VecDeque<OsString> = VecDeque::new();
-    let mut current = PathBuf::from("/");
-    for c in absolute.components() {
+    let (mut current, rest) = match absolute.strip_prefix(&ws.root) {
+        Ok(rest) => (ws.root.clone(), rest),
+        Err(_) => (PathBuf::from("/"), absolute),
+    };
+    for c in rest.components() {
         match c {
             Component::RootDir | Component::Prefix(_) => {}
             other => queue.push_back(other.as_os_str().to_os_string()),
@@ -189,33 +198,53 @@ pub struct RootSet {
 }
 
 /// A compiled glob list that remembers which pattern matched.
+///
+/// Each glob is checked when the list is made, but the matcher over all of
+/// them is built on the first match: it is the larger part of loading a
+/// policy, and a call that names no file (or only reads, for `read_only`)
+/// never needs it — which matters to a hook that starts for every call.
 #[derive(Clone, Debug, Default)]
 pub struct GlobList {
+    globs: Vec<Glob>,
     patterns: Vec<String>,
-    set: GlobSet,
+    set: OnceLock<Option<GlobSet>>,
 }
 
 impl GlobList {
     /// Compiles globs with `literal_separator` (`*` never crosses `/`).
     pub fn new(patterns: &[String]) -> Result<GlobList, (usize, String)> {
-        let mut builder = GlobSetBuilder::new();
-        for (i, p) in patterns.iter().enumerate() {
-            builder.add(compile_glob(p).map_err(|e| (i, e))?);
-        }
-        let set = builder.build().map_err(|e| (0, e.to_string()))?;
+        let globs = patterns
+            .iter()
+            .enumerate()
+            .map(|(i, p)| compile_glob(p).map_err(|e| (i, e)))
+            .collect::<Result<Vec<Glob>, _>>()?;
         Ok(GlobList {
+            globs,
             patterns: patterns.to_vec(),
-            set,
+            set: OnceLock::new(),
         })
     }
 
     /// The first pattern that matches `path` (a `/`-separated relative path).
     pub fn first_match(&self, path: &str) -> Option<&str> {
-        self.set
-            .matches(path)
-            .into_iter()
-            .min()
-            .map(|i| self.patterns[i].as_str())
+        let set = self.set.get_or_init(|| {
+            let mut builder = GlobSetBuilder::new();
+            for g in &self.globs {
+                builder.add(g.clone());
+            }
+            builder.build().ok()
+        });
+        match set {
+            Some(set) => set
+                .matches(path)
+                .into_iter()
+                .min()
+                .map(|i| self.patterns[i].as_str()),
+            // Every glob compiled on its own, so only a size limit can fail
+            // the set; then every pattern is taken to match (deny and
+            // read-only lists fail closed).
+            None => self.patterns.first().map(String::as_str),
+        }
     }
 
     /// True when no pattern is present.

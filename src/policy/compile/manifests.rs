@@ -1,13 +1,18 @@
 //! Compiling tool manifests: every manifest is checked (schema, effects,
 //! prepare steps, dialects) and problems point at the manifest's line.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::super::tools::{ToolInfo, ToolSet, BUILTINS};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
-use crate::config::manifest::{parse_exec_word, ExecWordPart, Implementation};
+use crate::config::manifest::{
+    parse_exec_word, ExecWordPart, Implementation, Manifest, DIALECT_KEYS,
+};
 use crate::config::parse::position_of;
 use crate::config::LoadedManifest;
+use crate::policy::Access;
 
 /// The line where `key` is first assigned or opens a table, for manifest
 /// errors that have no span of their own.
@@ -30,6 +35,8 @@ fn toml_key_position(text: &str, key: &str) -> Position {
 
 pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostics) -> ToolSet {
     let mut set = ToolSet::default();
+    // (CLI, the CLI's tool name) -> the manifest that maps it.
+    let mut claimed: HashMap<(String, String), String> = HashMap::new();
     for lm in manifests {
         let m = &lm.manifest;
         let file = &lm.file;
@@ -88,12 +95,12 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
             _ => {}
         }
         ok &= check_exec(lm, &name, diags);
-        let schema_pos = toml_key_position(&file.text, "parameters");
+        let schema_pos = || toml_key_position(&file.text, "parameters");
         if m.parameters.get("type").and_then(Value::as_str) != Some("object") {
             diags.push(
                 Diagnostic::new(
                     &file.name,
-                    schema_pos,
+                    schema_pos(),
                     "`[parameters]` must be a JSON Schema with `type = \"object\"`",
                 )
                 .with_help("add `type = \"object\"` under `[parameters]`"),
@@ -103,7 +110,7 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
             diags.push(
                 Diagnostic::new(
                     &file.name,
-                    schema_pos,
+                    schema_pos(),
                     format!("`[parameters]` is not a valid JSON Schema: {e}"),
                 )
                 .with_help("fix the schema (JSON Schema 2020-12, written as TOML)"),
@@ -175,11 +182,30 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
                 ok = false;
             }
         }
-        for (cli, dialect) in &m.dialects {
-            for target in dialect.args.values() {
-                if prop_type(target).is_none() {
-                    diags.push(Diagnostic::new(&file.name, toml_key_position(&file.text, &format!("[dialects.{cli}")), format!("dialect `{cli}` maps onto `{target}`, which is not a parameter of `{name}`"))
-                        .with_help("map each of the CLI's arguments onto a property of `[parameters]`"));
+        let dialect_errors = check_dialects(m, &name, &path_args, &prop_type);
+        for (cli, message, help) in &dialect_errors {
+            diags.push(
+                Diagnostic::new(&file.name, dialect_position(&file.text, cli), message)
+                    .with_help(help),
+            );
+        }
+        ok &= dialect_errors.is_empty();
+        for (cli, entries) in &m.dialects {
+            for d in &entries.0 {
+                if let Some(other) =
+                    claimed.insert((cli.clone(), d.name.clone()), file.name.clone())
+                {
+                    diags.push(
+                        Diagnostic::new(
+                            &file.name,
+                            dialect_position(&file.text, cli),
+                            format!(
+                                "dialect `{cli}` tool `{}` is already mapped by {other}",
+                                d.name
+                            ),
+                        )
+                        .with_help("map each of a CLI's tools onto one toolgate tool"),
+                    );
                     ok = false;
                 }
             }
@@ -285,6 +311,89 @@ fn table_position(text: &str, header: &str) -> Position {
         .unwrap_or(Position { line: 1, col: 1 })
 }
 
+/// Where `[dialects.CLI]` or the first `[[dialects.CLI]]` opens.
+fn dialect_position(text: &str, cli: &str) -> Position {
+    let key = format!("dialects.{cli}");
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        let rest = t.trim_start_matches('[');
+        if t.starts_with('[')
+            && (rest.starts_with(&format!("{key}]")) || rest.starts_with(&format!("{key}.")))
+        {
+            return Position {
+                line: i + 1,
+                col: line.len() - t.len() + 1,
+            };
+        }
+    }
+    toml_key_position(text, &key)
+}
+
+/// Problems with a manifest's `[dialects.*]` tables, as (CLI, message,
+/// help): unknown CLIs, targets that are not parameters, and `workdir` /
+/// `patch` settings the tool cannot honour.
+fn check_dialects<'p>(
+    m: &Manifest,
+    name: &str,
+    path_args: &[(String, Access)],
+    prop_type: &dyn Fn(&str) -> Option<&'p str>,
+) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for (cli, entries) in &m.dialects {
+        let mut err =
+            |message: String, help: &str| out.push((cli.clone(), message, help.to_string()));
+        if !DIALECT_KEYS.contains(&cli.as_str()) {
+            let help = match crate::config::diagnostics::did_you_mean(cli, DIALECT_KEYS) {
+                Some(s) => format!("did you mean `{s}`? Dialects: {}", DIALECT_KEYS.join(", ")),
+                None => format!("use one of: {}", DIALECT_KEYS.join(", ")),
+            };
+            err(format!("unknown dialect `{cli}`"), &help);
+            continue;
+        }
+        for d in &entries.0 {
+            if d.name.is_empty() || (cli == "mcp" && !d.name.starts_with("mcp__")) {
+                err(
+                    format!("dialect `{cli}` has an invalid tool name `{}`", d.name),
+                    "give the CLI's own tool name; MCP tools are named `mcp__SERVER__TOOL`",
+                );
+            }
+            for target in d.args.values() {
+                if prop_type(target).is_none() {
+                    err(format!("dialect `{cli}` maps onto `{target}`, which is not a parameter of `{name}`"), "map each of the CLI's arguments onto a property of `[parameters]`");
+                }
+            }
+            for arg in d.ignore.iter().filter(|a| d.args.contains_key(*a)) {
+                err(
+                    format!("dialect `{cli}` both maps and ignores `{arg}`"),
+                    "keep it in `args` or in `ignore`, not both",
+                );
+            }
+            if d.workdir.is_some() && m.effects.command.is_none() {
+                err(
+                    format!(
+                        "dialect `{cli}` sets `workdir`, but `{name}` declares no command argument"
+                    ),
+                    "`workdir` is for tools with `effects.command`",
+                );
+            }
+            if let Some(p) = &d.patch {
+                if !path_args
+                    .iter()
+                    .any(|(a, access)| *a == p.path && *access == Access::Write)
+                {
+                    err(format!("dialect `{cli}` patch path `{}` is not a write path argument of `{name}`", p.path), "name an argument declared in `effects.paths` as \"write\"");
+                }
+                if let Some(c) = &p.content {
+                    if prop_type(c) != Some("string") {
+                        err(format!("dialect `{cli}` patch content `{c}` is not a string parameter of `{name}`"), "name a property of `[parameters]` with `type = \"string\"`");
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Checks a manifest's schema against the JSON Schema meta-schema. Building
 /// the meta-schema validator is most of a cold start's cost, so a manifest
 /// whose text is byte-for-byte a built-in one (checked by this crate's tests)
@@ -306,6 +415,45 @@ mod tests {
         for (name, text) in crate::config::embedded_manifests() {
             let m: crate::config::Manifest = toml::from_str(text).unwrap();
             assert!(jsonschema::meta::validate(&m.parameters).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn dialect_mistakes_are_load_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = "description = \"d\"\nimplementation = { builtin = \"write\" }\n\n[parameters]\ntype = \"object\"\nproperties.path = { type = \"string\" }\nproperties.n = { type = \"number\" }\n\n[effects]\npaths = { path = \"read\" }\n\n";
+        for (file, dialects) in [
+            ("a.toml", "[dialects.calude]\nname = \"Read\"\n"),
+            ("b.toml", "[dialects.codex]\nname = \"apply_patch\"\npatch = { from = \"command\", path = \"path\", content = \"n\" }\n"),
+            ("c.toml", "[dialects.gemini]\nname = \"x\"\nworkdir = \"dir_path\"\nargs = { p = \"path\" }\nignore = [\"p\"]\n"),
+            ("d.toml", "[[dialects.claude]]\nname = \"Read\"\n[[dialects.claude]]\nname = \"View\"\nargs = { f = \"nope\" }\n[dialects.mcp]\nname = \"github_get\"\n"),
+            ("e.toml", "[dialects.claude]\nname = \"Read\"\n"),
+        ] {
+            let name = file.trim_end_matches(".toml");
+            std::fs::write(dir.path().join(file), format!("name = \"{name}\"\n{head}{dialects}")).unwrap();
+        }
+        let policy = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(policy.path(), "version: 1\n").unwrap();
+        let paths = crate::config::ConfigPaths {
+            policies: Some(policy.path().to_path_buf()),
+            manifests: Some(dir.path().to_path_buf()),
+        };
+        let loaded = crate::config::load(&paths).unwrap();
+        let text = compile(&loaded, &CompileOptions::default())
+            .unwrap_err()
+            .to_human();
+        for want in [
+            "a.toml:13:1: error: unknown dialect `calude`",
+            "did you mean `claude`?",
+            "b.toml:13:1: error: dialect `codex` patch path `path` is not a write path argument of `b`",
+            "dialect `codex` patch content `n` is not a string parameter of `b`",
+            "c.toml:13:1: error: dialect `gemini` both maps and ignores `p`",
+            "dialect `gemini` sets `workdir`, but `c` declares no command argument",
+            "d.toml:13:1: error: dialect `claude` maps onto `nope`, which is not a parameter of `d`",
+            "dialect `mcp` has an invalid tool name `github_get`",
+            "e.toml:13:1: error: dialect `claude` tool `Read` is already mapped by",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in:\n{text}");
         }
     }
 
