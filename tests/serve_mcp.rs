@@ -135,6 +135,48 @@ fn stdio_lists_active_tools_in_order_and_maps_errors() {
 }
 
 #[test]
+fn a_cancelled_call_gets_no_response_and_its_process_group_dies() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = RawStdio::start(&client_test_args(ws.path()));
+    server.initialize();
+    server.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "bash", "arguments": {"command": "echo $$ > pid.txt; sleep 30"}}}));
+    let pid_file = ws.path().join("pid.txt");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the command did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    server.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "test"}}),
+    );
+    // The next response is the ping's: nothing ever answers request 7.
+    server.send(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}));
+    let next = server.wait_for(Duration::from_secs(10), |v| v.get("id").is_some());
+    assert_eq!(next["id"], 8, "{next}");
+    let group_gone = |pgid: i32| {
+        // SAFETY: signal 0 only checks that the process group exists.
+        unsafe { libc::killpg(pgid, 0) != 0 }
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !group_gone(pid) {
+        assert!(Instant::now() < deadline, "process group {pid} still alive");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    while let Ok(v) = server.lines.try_recv() {
+        assert_ne!(v["id"], 7, "a cancelled request got a response: {v}");
+    }
+}
+
+#[test]
 fn a_reload_that_changes_the_tools_sends_list_changed() {
     let ws = tempfile::tempdir().unwrap();
     let policies = tempfile::tempdir().unwrap();
