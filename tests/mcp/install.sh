@@ -4,7 +4,7 @@
 # package-lock.json) the Inspector CLI, the conformance suite and Node 22.
 set -euo pipefail
 cd "$(dirname "$0")"
-python3 -m pip install --quiet --disable-pip-version-check mcp==2.3.0
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore mcp==2.3.0
 # `npm install` installs what package-lock.json pins (`npm ci` refuses this
 # lock over an optional Windows-only dependency npm leaves out of it). Only
 # node@22's install script runs (package.json's allowScripts): it links the
