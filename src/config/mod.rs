@@ -121,9 +121,37 @@ pub fn load(paths: &ConfigPaths) -> Result<Loaded, Diagnostics> {
 /// Like [`load`], but also returns what did load next to the problems, so
 /// `toolgate check` can go on to compile it and report the compile errors too.
 pub fn load_all(paths: &ConfigPaths) -> (Loaded, Diagnostics) {
-    let mut diags = Diagnostics::default();
-    let mut loaded = Loaded::default();
+    // Manifests and policies are independent: parse them side by side. Start
+    // time matters (a hook runs once per tool call), and parsing is most of it.
+    std::thread::scope(|scope| {
+        let manifests = std::thread::Builder::new()
+            .name("toolgate-manifests".into())
+            .spawn_scoped(scope, || load_manifests(paths));
+        let (layers, mut diags) = load_policies(paths);
+        let (manifests, manifest_diags) = match manifests {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                let mut d = Diagnostics::default();
+                d.push(
+                    Diagnostic::new(
+                        "<manifests>",
+                        Position { line: 1, col: 1 },
+                        "loading the manifests failed inside toolgate",
+                    )
+                    .with_help("report this as a toolgate bug"),
+                );
+                (Vec::new(), d)
+            }),
+            // No thread to be had: do it here.
+            Err(_) => load_manifests(paths),
+        };
+        diags.extend(manifest_diags);
+        (Loaded { layers, manifests }, diags)
+    })
+}
 
+fn load_policies(paths: &ConfigPaths) -> (Vec<PolicyLayer>, Diagnostics) {
+    let mut diags = Diagnostics::default();
+    let mut layers = Vec::new();
     let policy_files = match &paths.policies {
         Some(p) => list_files(p, &["yaml", "yml"], &mut diags),
         None if Path::new("policies").is_dir() => {
@@ -133,12 +161,17 @@ pub fn load_all(paths: &ConfigPaths) -> (Loaded, Diagnostics) {
     };
     let mut seen = HashSet::new();
     if paths.policies.is_none() && policy_files.is_empty() {
-        load_embedded_policy(&mut loaded.layers, &mut seen, &mut diags);
+        load_embedded_policy(&mut layers, &mut seen, &mut diags);
     }
     for file in policy_files {
-        load_policy_file(&file, 0, &mut loaded.layers, &mut seen, &mut diags);
+        load_policy_file(&file, 0, &mut layers, &mut seen, &mut diags);
     }
+    (layers, diags)
+}
 
+fn load_manifests(paths: &ConfigPaths) -> (Vec<LoadedManifest>, Diagnostics) {
+    let mut diags = Diagnostics::default();
+    let mut manifests = Vec::new();
     let manifest_files = match &paths.manifests {
         Some(p) => list_files(p, &["toml"], &mut diags),
         None if Path::new("tool-manifests").is_dir() => {
@@ -153,16 +186,15 @@ pub fn load_all(paths: &ConfigPaths) -> (Loaded, Diagnostics) {
                 path: None,
                 text: text.to_string(),
             };
-            push_manifest(file, &mut loaded.manifests, &mut diags);
+            push_manifest(file, &mut manifests, &mut diags);
         }
     }
     for path in manifest_files {
         if let Some(file) = read_file(&path, MAX_MANIFEST_BYTES, &mut diags) {
-            push_manifest(file, &mut loaded.manifests, &mut diags);
+            push_manifest(file, &mut manifests, &mut diags);
         }
     }
-
-    (loaded, diags)
+    (manifests, diags)
 }
 
 fn push_manifest(file: SourceFile, out: &mut Vec<LoadedManifest>, diags: &mut Diagnostics) {
