@@ -1,4 +1,5 @@
-//! The `toolgate` command line: check, test, eval, call, redact, hook, schema.
+//! The `toolgate` command line: check, test, eval, call, redact, serve, hook,
+//! schema.
 //!
 //! Exit codes are a contract for CI: 0 success, 1 when `check` finds errors or
 //! `test` has failures, 2 for usage and configuration errors. Only requested
@@ -97,6 +98,40 @@ enum Command {
         /// Run the calls one at a time.
         #[arg(long)]
         sequential: bool,
+    },
+    /// Serve the active tools over MCP (stdio, or Streamable HTTP at /mcp
+    /// with /status, /healthz, /metrics and /v1/eval), reloading on change.
+    Serve {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// MCP on stdin/stdout (the default).
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
+        /// MCP over Streamable HTTP on ADDR (e.g. 127.0.0.1:8080; loopback only
+        /// unless --allow-remote).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Allow --http on a non-loopback address (the endpoint has no authentication).
+        #[arg(long, requires = "http")]
+        allow_remote: bool,
+        /// A browser Origin allowed besides loopback ones (repeatable).
+        #[arg(long, value_name = "ORIGIN", requires = "http")]
+        allow_origin: Vec<String>,
+        /// The workspace tools run in.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Use this profile's active tools.
+        #[arg(long)]
+        profile: Option<String>,
+        /// Reload on policy/manifest changes and SIGHUP (default).
+        #[arg(long, overrides_with = "no_watch")]
+        watch: bool,
+        /// Do not reload.
+        #[arg(long)]
+        no_watch: bool,
+        /// Append decision lines (JSON) to FILE instead of stderr.
+        #[arg(long, value_name = "FILE")]
+        decision_log: Option<PathBuf>,
     },
     /// Redact secrets: stdin to stdout, with the policy's redaction rules.
     Redact {
@@ -197,6 +232,36 @@ fn main() -> ExitCode {
                 Err(code) => code,
             }
         }
+        Command::Serve {
+            config,
+            stdio: _,
+            http,
+            allow_remote,
+            allow_origin,
+            workspace,
+            profile,
+            watch: _,
+            no_watch,
+            decision_log,
+        } => serve(toolgate::serve::command::ServeOptions {
+            gateway: toolgate::serve::GatewayConfig {
+                paths: config.paths(),
+                options: CompileOptions { profile },
+                workspace,
+                decision_log,
+            },
+            transport: match http {
+                Some(addr) => {
+                    toolgate::serve::command::Transport::Http(toolgate::serve::http::HttpOptions {
+                        addr,
+                        allow_remote,
+                        allowed_origins: allow_origin,
+                    })
+                }
+                None => toolgate::serve::command::Transport::Stdio,
+            },
+            watch: !no_watch,
+        }),
         Command::Redact { policies } => redact(policies),
         Command::Hook { command } => toolgate::hooks::main(command),
         Command::Schema { kind } => schema(kind),
@@ -433,6 +498,19 @@ fn eval(
         }
     }
     ExitCode::SUCCESS
+}
+
+fn serve(options: toolgate::serve::command::ServeOptions) -> ExitCode {
+    use toolgate::serve::command::{self, ServeError};
+    command::init_logging();
+    match command::run(options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(ServeError::Config(e)) => usage_error(e),
+        Err(ServeError::Runtime(e)) => {
+            eprintln!("toolgate: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn redact(policies: Option<PathBuf>) -> ExitCode {

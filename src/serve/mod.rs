@@ -8,7 +8,11 @@
 //! calls on it.
 
 pub mod admin;
+pub mod approve;
+pub mod command;
+pub mod http;
 pub mod log;
+pub mod mcp;
 pub mod metrics;
 pub mod reload;
 

@@ -29,7 +29,7 @@ use super::command::{ending_status, run_for_text};
 use super::output::{append_status, OutputAccumulator};
 use super::process::{self, Ending, Environment, OutputHandler, ProcessSpec, Stream};
 use super::truncate::{format_size, truncate_tail};
-use super::{Content, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use super::{Content, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use crate::config::manifest::{
     parse_exec_word, ExecOutput, ExecWordPart, Implementation, Manifest,
 };
@@ -159,6 +159,8 @@ impl ExecTool {
             stdout: Vec::new(),
             overflow: false,
             stderr: OutputAccumulator::new(&ctx.limits, &format!("toolgate-{}-stderr", self.name)),
+            line: Vec::new(),
+            progress: ctx.progress.clone(),
         };
         let ending = process::run(spec, &ctx.cancel, &mut capture)
             .await
@@ -168,6 +170,7 @@ impl ExecTool {
                     spec.program.to_string_lossy()
                 ))
             })?;
+        capture.end_of_stderr();
         let stderr = capture.stderr.snapshot();
         capture.stderr.finish();
         if let Some(status) = ending_status(ending, timeout_label) {
@@ -219,17 +222,75 @@ fn word_text(value: &Value) -> String {
     }
 }
 
-/// Content mode: stdout kept whole (bounded), stderr as a tail.
+/// Longest stderr line looked at as an update record; longer lines are
+/// plain stderr (a record is a few numbers and a message).
+const MAX_RECORD_LINE: usize = 64 * 1024;
+
+/// Content mode: stdout kept whole (bounded), stderr as a tail, update
+/// records on stderr turned into progress.
 struct ContentCapture {
     stdout: Vec<u8>,
     overflow: bool,
     stderr: OutputAccumulator,
+    /// The stderr line being received.
+    line: Vec<u8>,
+    progress: Progress,
+}
+
+impl ContentCapture {
+    fn stderr_data(&mut self, mut bytes: &[u8]) {
+        while let Some(end) = bytes.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&bytes[..=end]);
+            bytes = &bytes[end + 1..];
+            self.end_of_line();
+        }
+        self.line.extend_from_slice(bytes);
+        if self.line.len() > MAX_RECORD_LINE {
+            // Too long to be a record: plain stderr, kept as it comes.
+            self.stderr.append(&self.line);
+            self.line.clear();
+        }
+    }
+
+    fn end_of_line(&mut self) {
+        let line = std::mem::take(&mut self.line);
+        match update_record(&line) {
+            Some(details) => self.progress.update(ToolOutput {
+                content: Vec::new(),
+                details,
+            }),
+            None => self.stderr.append(&line),
+        }
+    }
+
+    /// The last line, when the program ended without a newline.
+    fn end_of_stderr(&mut self) {
+        if !self.line.is_empty() {
+            self.end_of_line();
+        }
+    }
+}
+
+/// A stderr line that is an update record: a JSON object with a numeric
+/// `progress` or an object `log` holding `data`.
+fn update_record(line: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(line).ok()?.trim();
+    if !text.starts_with('{') {
+        return None;
+    }
+    let value: Value = serde_json::from_str(text).ok()?;
+    let is_progress = value.get("progress").is_some_and(Value::is_number);
+    let is_log = value
+        .get("log")
+        .and_then(Value::as_object)
+        .is_some_and(|l| l.contains_key("data"));
+    (is_progress || is_log).then_some(value)
 }
 
 impl OutputHandler for ContentCapture {
     fn data(&mut self, stream: Stream, bytes: &[u8]) {
         match stream {
-            Stream::Err => self.stderr.append(bytes),
+            Stream::Err => self.stderr_data(bytes),
             Stream::Out if self.stdout.len() + bytes.len() > MAX_CONTENT_BYTES => {
                 self.overflow = true;
             }
@@ -275,6 +336,43 @@ mod tests {
             argv,
             vec!["git", "log", "-n", "5", "--", "a b", "c;d", "--x=true", "{}"]
         );
+    }
+
+    #[test]
+    fn stderr_records_become_updates_and_other_lines_stay_stderr() {
+        use std::sync::{Arc, Mutex};
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let limits = crate::policy::Limits::default();
+        let mut capture = ContentCapture {
+            stdout: Vec::new(),
+            overflow: false,
+            stderr: OutputAccumulator::new(&limits, "toolgate-test"),
+            line: Vec::new(),
+            progress: Progress::new(move |u| sink.lock().unwrap().push(u.details)),
+        };
+        capture.data(Stream::Err, b"{\"progress\": 0, \"tot");
+        capture.data(
+            Stream::Err,
+            b"al\": 100}\nplain line\n{\"not\": \"a record\"}\n",
+        );
+        capture.data(
+            Stream::Err,
+            b"{\"log\": {\"level\": \"info\", \"data\": \"hi\"}}",
+        );
+        capture.end_of_stderr();
+        let seen = seen.lock().unwrap();
+        assert_eq!(
+            *seen,
+            vec![
+                json!({"progress": 0, "total": 100}),
+                json!({"log": {"level": "info", "data": "hi"}})
+            ]
+        );
+        let text = capture.stderr.snapshot().render("");
+        assert!(text.contains("plain line"), "{text}");
+        assert!(text.contains("a record"), "{text}");
+        assert!(!text.contains("progress"), "{text}");
     }
 
     #[test]

@@ -1,0 +1,108 @@
+//! `toolgate serve`: start the gateway, hot reload, and one MCP transport.
+//!
+//! The CLI only parses flags into [`ServeOptions`]; everything else is here
+//! so that tests and embedders run exactly what the binary runs.
+
+use std::sync::Arc;
+
+use super::http::{serve_http, HttpOptions};
+use super::mcp::serve_stdio;
+use super::{reload, Gateway, GatewayConfig};
+
+/// Which transport `serve` speaks.
+#[derive(Clone, Debug)]
+pub enum Transport {
+    /// MCP on stdin/stdout (the default).
+    Stdio,
+    /// MCP over Streamable HTTP at `/mcp`, with the operations endpoints.
+    Http(HttpOptions),
+}
+
+/// Everything `toolgate serve` was asked for.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Policy, manifests, profile, workspace, decision log.
+    pub gateway: GatewayConfig,
+    /// The transport.
+    pub transport: Transport,
+    /// Reload on file changes and SIGHUP.
+    pub watch: bool,
+}
+
+/// Why `serve` stopped early.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The configuration did not load or the address is not allowed: exit 2.
+    Config(String),
+    /// Serving failed after start (I/O, the transport closed badly): exit 1.
+    Runtime(String),
+}
+
+/// Sends logs (rmcp's and ours) to stderr, never stdout: on stdio, stdout
+/// carries only protocol messages. `TOOLGATE_LOG` takes an env-filter
+/// directive such as `debug` or `toolgate=debug,rmcp=info`.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error,toolgate=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Runs `serve` to the end: until stdin closes (stdio) or SIGINT/SIGTERM.
+pub fn run(options: ServeOptions) -> Result<(), ServeError> {
+    if let Transport::Http(http) = &options.transport {
+        super::http::check_bind(http).map_err(ServeError::Config)?;
+    }
+    let gateway = Gateway::start(options.gateway.clone()).map_err(ServeError::Config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ServeError::Runtime(format!("cannot start the async runtime: {e}")))?;
+    let result = runtime.block_on(serve(gateway, options));
+    // A read of stdin that never finishes must not hold the exit up.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    result
+}
+
+async fn serve(gateway: Arc<Gateway>, options: ServeOptions) -> Result<(), ServeError> {
+    // Held for the whole run: dropping it stops watching.
+    let _reload = if options.watch {
+        Some(
+            reload::watch(gateway.clone())
+                .map_err(|e| ServeError::Runtime(format!("cannot watch for changes: {e}")))?,
+        )
+    } else {
+        None
+    };
+    match options.transport {
+        Transport::Stdio => {
+            tokio::select! {
+                r = serve_stdio(gateway) => r.map_err(ServeError::Runtime),
+                _ = shutdown_signal() => Ok(()),
+            }
+        }
+        Transport::Http(http) => serve_http(gateway, http, shutdown_signal())
+            .await
+            .map_err(ServeError::Runtime),
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            // Without a SIGTERM handler the default action still ends us.
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+    }
+}

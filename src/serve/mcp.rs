@@ -1,0 +1,561 @@
+//! The MCP front-end: the gateway's active tools served with `rmcp`, over
+//! stdio ([`serve_stdio`]) and Streamable HTTP ([`super::http`]).
+//!
+//! It only translates. `tools/list` is the policy's active tools in their
+//! fixed order with their manifests' schemas; `tools/call` runs the call
+//! through [`Gateway::call`] (the executor, the decision log, metrics) and
+//! turns the [`ToolResult`] into a `CallToolResult`. What MCP adds:
+//!
+//! - an unknown or inactive tool is a JSON-RPC error `-32602`, decided
+//!   before anything runs; every other failure (policy denial, invalid
+//!   arguments, tool error) is a result with `isError: true` whose text is
+//!   the reason, so the model can correct itself;
+//! - with `_meta.progressToken`, each (already redacted) tool update becomes
+//!   `notifications/progress`, all sent before the response; an update
+//!   whose details carry `progress` (and `total`, `message`) sets those
+//!   values, one carrying `log: {level, data, logger}` becomes a
+//!   `notifications/message` at or above the level the client set with
+//!   `logging/setLevel`;
+//! - `notifications/cancelled` (or, over HTTP, a closed stream) cancels the
+//!   call's token: tools stop and bash kills its process group; rmcp sends
+//!   no response for a cancelled request;
+//! - `ask` goes to the user through elicitation when the client declared it
+//!   (see [`super::approve`]: a request while the call waits, or in the
+//!   stateless era an `InputRequiredResult` round); otherwise the executor
+//!   blocks the call with a reason saying approval is required;
+//! - a reload that changes the active tools sends
+//!   `notifications/tools/list_changed`: to each handshake-era session, and
+//!   to each `subscriptions/listen` stream of the stateless era.
+//!
+//! Logging (`logging/setLevel`, `notifications/message`) is deprecated by
+//! the 2026 revision but still served, for the handshake era's clients.
+//!
+//! Both protocol eras are rmcp's: the 2025-11-25 `initialize` handshake and
+//! the stateless 2026-07-28 era (`server/discover`, per-request `_meta`).
+
+// rmcp marks the logging types deprecated (SEP-2577); we serve them anyway.
+#![allow(deprecated)]
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleServer, ServiceExt, SubscriptionContext,
+};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::approve::{self, Answered, ElicitationApprover, PendingApprovals};
+use super::Gateway;
+use crate::executor::{Approver, BatchOptions, Event, EventSink, ToolResult};
+use crate::policy::tools::ToolInfo;
+use crate::policy::ToolCall;
+use crate::tools::ToolOutput;
+
+/// What the server tells clients about itself on `initialize` and
+/// `server/discover`.
+const INSTRUCTIONS: &str = "Tools served by toolgate. Every call is decided by a policy: \
+    a denied call comes back as an error result whose text says why and what is allowed.";
+
+/// The MCP server handler. Cheap to clone; HTTP makes one per session (and
+/// per stateless request), all sharing one [`Gateway`].
+#[derive(Clone)]
+pub struct McpServer {
+    gateway: Arc<Gateway>,
+    /// Set once this session's list-changed watcher runs.
+    watching: Arc<AtomicBool>,
+    /// The least severe log level the client wants (`logging/setLevel`).
+    log_level: Arc<AtomicU8>,
+    /// Stateless-era approval questions; shared by every handler of a server.
+    approvals: Arc<PendingApprovals>,
+}
+
+/// How an `ask` is put to the user for one request.
+enum Asking {
+    /// Nobody can be asked: the executor blocks the call.
+    Nobody,
+    /// This approver answers.
+    Approver(Arc<dyn Approver>),
+    /// Answer the request with this question first (stateless era).
+    FirstAsk(rmcp::model::InputRequiredResult),
+}
+
+impl McpServer {
+    /// A handler serving `gateway`'s tools.
+    pub fn new(gateway: Arc<Gateway>) -> McpServer {
+        McpServer::with_approvals(gateway, Arc::default())
+    }
+
+    /// A handler that shares its stateless-era approval questions with
+    /// others (HTTP serves each stateless request with a new handler).
+    pub fn with_approvals(gateway: Arc<Gateway>, approvals: Arc<PendingApprovals>) -> McpServer {
+        McpServer {
+            gateway,
+            watching: Arc::new(AtomicBool::new(false)),
+            log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
+            approvals,
+        }
+    }
+
+    /// Who answers when the policy says `ask`: elicitation, when the client
+    /// declared it.
+    fn asking(
+        &self,
+        context: &RequestContext<RoleServer>,
+        request: &CallToolRequestParams,
+        call: &ToolCall,
+    ) -> Asking {
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        if !declared {
+            return Asking::Nobody;
+        }
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if !stateless {
+            return Asking::Approver(Arc::new(ElicitationApprover {
+                peer: context.peer.clone(),
+                cancel: context.ct.clone(),
+                gateway: self.gateway.clone(),
+            }));
+        }
+        // The stateless era forbids server-to-client requests: a call that
+        // needs approval is answered with the question, and the client
+        // calls again with the user's answer.
+        if let Some(state) = &request.request_state {
+            let response = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(approve::APPROVAL_KEY));
+            if let Some(answer) = self.approvals.answer(state, call, response) {
+                return Asking::Approver(Arc::new(Answered(answer)));
+            }
+            // An unknown or expired question: ask again.
+        }
+        match approve::needs_approval(&self.gateway, call) {
+            Some(verdict) => {
+                let form = approve::approval_form(&self.gateway, call, &verdict);
+                match approve::input_required(form, self.approvals.ask(call)) {
+                    Some(question) => Asking::FirstAsk(question),
+                    None => Asking::Nobody,
+                }
+            }
+            None => Asking::Nobody,
+        }
+    }
+}
+
+/// The active tools as MCP `Tool`s, in the policy's order.
+pub fn tool_list(gateway: &Gateway) -> Vec<Tool> {
+    gateway.active_tools().iter().filter_map(mcp_tool).collect()
+}
+
+/// One manifest as an MCP tool: name, title (the manifest's label),
+/// description and `inputSchema`.
+fn mcp_tool(info: &ToolInfo) -> Option<Tool> {
+    let mut tool = serde_json::json!({
+        "name": info.name(),
+        "description": info.manifest.description,
+        "inputSchema": info.schema(),
+    });
+    if let Some(label) = &info.manifest.label {
+        tool["title"] = Value::String(label.clone());
+    }
+    match serde_json::from_value(tool) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            // Manifest compilation requires an object schema, so this is a
+            // bug; leave the tool out rather than fail the whole list.
+            tracing::error!(tool = info.name(), error = %e, "tool cannot be listed over MCP");
+            None
+        }
+    }
+}
+
+/// A toolgate result as an MCP `CallToolResult`. The content blocks already
+/// have MCP's shape; one that does not convert makes the result an error
+/// (fail closed: never a success the model cannot read).
+pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
+    let content =
+        serde_json::to_value(&result.content).and_then(serde_json::from_value::<Vec<ContentBlock>>);
+    match content {
+        Ok(content) if result.is_error => CallToolResult::error(content),
+        Ok(content) => CallToolResult::success(content),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "Tool {} returned content that is not valid MCP content: {e}",
+            result.name
+        ))]),
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_logging()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        // One page: a tool set is tens of tools, not thousands.
+        Ok(ListToolsResult::with_all_items(tool_list(&self.gateway)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        // Checked before anything runs: a tool the model cannot see does not
+        // exist, and that is a protocol error, not a tool failure.
+        if !self.gateway.policy().tools.is_active(&name) {
+            return Err(McpError::invalid_params(
+                format!("Tool {name} not found"),
+                None,
+            ));
+        }
+        let call = ToolCall {
+            id: format!("mcp-{}", context.id),
+            name,
+            arguments: Value::Object(request.arguments.clone().unwrap_or_default()),
+        };
+        let approver = match self.asking(&context, &request, &call) {
+            Asking::Nobody => None,
+            Asking::Approver(a) => Some(a),
+            Asking::FirstAsk(question) => return Ok(question.into()),
+        };
+        let (updates_tx, mut updates) = mpsc::unbounded_channel::<ToolOutput>();
+        let events = EventSink::new(move |event| {
+            if let Event::ToolExecutionUpdate { partial, .. } = event {
+                let _ = updates_tx.send(partial.clone());
+            }
+        });
+        let options = BatchOptions {
+            events: Some(events),
+            cancel: context.ct.clone(),
+            approver,
+            ..BatchOptions::default()
+        };
+        let mut forwarder = UpdateForwarder {
+            peer: context.peer.clone(),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| ProgressSteps { token, last: None }),
+            log_level: self.log_level.clone(),
+        };
+
+        // The call and the forwarding share this task, so every
+        // notification is written before the response (which rmcp sends
+        // only after this returns), and elicitation requests keep rmcp's
+        // task-local link to this request (HTTP routes them on its stream).
+        let run = self.gateway.call(call, options);
+        tokio::pin!(run);
+        let result = loop {
+            tokio::select! {
+                result = &mut run => break result,
+                Some(partial) = updates.recv() => forwarder.send(&partial).await,
+            }
+        };
+        while let Ok(partial) = updates.try_recv() {
+            forwarder.send(&partial).await;
+        }
+        if context.ct.is_cancelled() {
+            // rmcp drops the response of a cancelled request; say why in
+            // the server's own log only.
+            tracing::info!(id = %context.id, "tool call cancelled by the client");
+        }
+        Ok(call_tool_result(&result).into())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_level
+            .store(level_rank(request.level), Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A handshake-era session: tell it when a reload changes the tools.
+        if !self.watching.swap(true, Ordering::AcqRel) {
+            tokio::spawn(watch_tools_changed(self.gateway.clone(), context.peer));
+        }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        // A stateless-era `subscriptions/listen` stream.
+        let mut changed = self.gateway.subscribe_tools_changed();
+        changed.mark_unchanged();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                r = changed.changed() => {
+                    if r.is_err() {
+                        return Ok(());
+                    }
+                    if context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sends `notifications/tools/list_changed` to one handshake-era session
+/// each time a reload changes the active tools, until the session closes.
+async fn watch_tools_changed(gateway: Arc<Gateway>, peer: Peer<RoleServer>) {
+    let mut changed = gateway.subscribe_tools_changed();
+    changed.mark_unchanged();
+    drop(gateway);
+    // A session that ends while nothing changes is noticed by this tick.
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            r = changed.changed() => {
+                if r.is_err() || peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+            _ = tick.tick() => {
+                if peer.is_transport_closed() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Turns a call's tool updates into notifications: log records into
+/// `notifications/message`, the rest into `notifications/progress` when the
+/// request carried a progress token.
+struct UpdateForwarder {
+    peer: Peer<RoleServer>,
+    progress: Option<ProgressSteps>,
+    log_level: Arc<AtomicU8>,
+}
+
+impl UpdateForwarder {
+    async fn send(&mut self, partial: &ToolOutput) {
+        if let Some(record) = partial.details.get("log") {
+            if let Some(param) = log_message(record) {
+                if level_rank(param.level) >= self.log_level.load(Ordering::Relaxed) {
+                    if let Err(e) = self.peer.notify_logging_message(param).await {
+                        tracing::debug!(error = %e, "log notification not sent");
+                    }
+                }
+            }
+            return;
+        }
+        if let Some(param) = self.progress.as_mut().and_then(|p| p.next(partial)) {
+            if let Err(e) = self.peer.notify_progress(param).await {
+                tracing::debug!(error = %e, "progress notification not sent");
+            }
+        }
+    }
+}
+
+/// Severity order of MCP log levels (RFC 5424's, least severe first).
+fn level_rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// A tool's `log` record (`{"level": "info", "data": …, "logger": "…"}`) as
+/// a log notification; an unknown level counts as `info`.
+fn log_message(record: &Value) -> Option<LoggingMessageNotificationParam> {
+    let data = record.get("data")?.clone();
+    let level = record
+        .get("level")
+        .cloned()
+        .and_then(|l| serde_json::from_value(l).ok())
+        .unwrap_or(LoggingLevel::Info);
+    let mut param = LoggingMessageNotificationParam::new(level, data);
+    param.logger = record
+        .get("logger")
+        .and_then(Value::as_str)
+        .map(String::from);
+    Some(param)
+}
+
+/// The progress values of one call, kept strictly increasing.
+struct ProgressSteps {
+    token: ProgressToken,
+    last: Option<f64>,
+}
+
+impl ProgressSteps {
+    /// The notification for one update, or `None` when its progress would
+    /// not be an increase (MCP requires every notification to increase).
+    fn next(&mut self, partial: &ToolOutput) -> Option<ProgressNotificationParam> {
+        let number = |key: &str| partial.details.get(key).and_then(Value::as_f64);
+        // A tool that knows how far it is says so in its details; otherwise
+        // each update counts one step.
+        let (progress, total) = match number("progress") {
+            Some(p) if p.is_finite() => (p, number("total").filter(|t| t.is_finite())),
+            _ => (self.last.map_or(1.0, |l| l.floor() + 1.0), None),
+        };
+        if self.last.is_some_and(|last| progress <= last) {
+            return None;
+        }
+        self.last = Some(progress);
+        let mut param = ProgressNotificationParam::new(self.token.clone(), progress);
+        param.total = total;
+        param.message = progress_message(partial);
+        Some(param)
+    }
+}
+
+/// The message of a progress notification: the tool's own `message` detail,
+/// else the last line of its (redacted) output so far, shortened.
+fn progress_message(partial: &ToolOutput) -> Option<String> {
+    if let Some(m) = partial.details.get("message").and_then(Value::as_str) {
+        return Some(m.to_string());
+    }
+    let text = partial.content.iter().rev().find_map(|c| match c {
+        crate::tools::Content::Text { text } => Some(text.as_str()),
+        _ => None,
+    })?;
+    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    Some(shorten(line.trim(), 200))
+}
+
+/// `text` cut to `max_chars` characters, with an ellipsis when cut.
+pub(crate) fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client closes stdin. Only protocol
+/// messages go to stdout; logs go to stderr.
+pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), String> {
+    let transport = rmcp::transport::io::stdio_pipes();
+    let running = McpServer::new(gateway)
+        .serve(transport)
+        .await
+        .map_err(|e| format!("MCP over stdio: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("MCP over stdio stopped: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Content;
+
+    fn peerless_forwarder() -> ProgressSteps {
+        ProgressSteps {
+            token: ProgressToken(rmcp::model::NumberOrString::Number(1)),
+            last: None,
+        }
+    }
+
+    fn update(text: &str, details: Value) -> ToolOutput {
+        ToolOutput {
+            content: vec![Content::text(text)],
+            details,
+        }
+    }
+
+    #[test]
+    fn progress_counts_updates_and_uses_the_last_line() {
+        let mut f = peerless_forwarder();
+        let a = f.next(&update("1\n", Value::Null)).unwrap();
+        let b = f.next(&update("1\n2\n", Value::Null)).unwrap();
+        assert_eq!((a.progress, b.progress), (1.0, 2.0));
+        assert_eq!(b.message.as_deref(), Some("2"));
+        assert_eq!(b.total, None);
+    }
+
+    #[test]
+    fn progress_from_details_never_goes_back() {
+        let mut f = peerless_forwarder();
+        let d = |p: f64| serde_json::json!({"progress": p, "total": 100, "message": "m"});
+        let first = f.next(&update("", d(0.0))).unwrap();
+        assert_eq!((first.progress, first.total), (0.0, Some(100.0)));
+        assert_eq!(first.message.as_deref(), Some("m"));
+        assert_eq!(f.next(&update("", d(50.0))).unwrap().progress, 50.0);
+        assert!(f.next(&update("", d(50.0))).is_none());
+        assert!(f.next(&update("", d(10.0))).is_none());
+        assert_eq!(f.next(&update("", d(100.0))).unwrap().progress, 100.0);
+        // A counted step after explicit progress still increases.
+        assert_eq!(f.next(&update("x", Value::Null)).unwrap().progress, 101.0);
+    }
+
+    #[test]
+    fn log_records_become_log_messages() {
+        let m = log_message(&serde_json::json!({"level": "warning", "data": "x", "logger": "t"}))
+            .unwrap();
+        assert_eq!(level_rank(m.level), 3);
+        assert_eq!(m.logger.as_deref(), Some("t"));
+        let m = log_message(&serde_json::json!({"level": "loud", "data": {"a": 1}})).unwrap();
+        assert_eq!(level_rank(m.level), 1);
+        assert!(log_message(&serde_json::json!({"level": "info"})).is_none());
+    }
+
+    #[test]
+    fn results_keep_mcp_content_and_error_flag() {
+        let mut r = ToolResult::error("1", "t", "denied: because");
+        let out = serde_json::to_value(call_tool_result(&r)).unwrap();
+        assert_eq!(out["isError"], true);
+        assert_eq!(out["content"][0]["text"], "denied: because");
+        r.is_error = false;
+        r.content = vec![Content::Image {
+            data: "AAAA".into(),
+            mime_type: "image/png".into(),
+        }];
+        let out = serde_json::to_value(call_tool_result(&r)).unwrap();
+        assert_eq!(out["isError"], false);
+        assert_eq!(out["content"][0]["type"], "image");
+        assert_eq!(out["content"][0]["mimeType"], "image/png");
+    }
+
+    #[test]
+    fn long_messages_are_shortened_on_a_char_boundary() {
+        assert_eq!(shorten("héllo", 2), "hé…");
+        assert_eq!(shorten("hi", 5), "hi");
+    }
+}
