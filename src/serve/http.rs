@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approve::PendingApprovals;
 use super::mcp::McpServer;
-use super::{admin, Gateway};
+use super::{admin, guard, Gateway};
 
 /// How the HTTP server listens.
 #[derive(Clone, Debug)]
@@ -154,6 +154,8 @@ pub fn app(gateway: Arc<Gateway>, options: &HttpOptions, shutdown: CancellationT
     });
     Router::new()
         .route_service("/mcp", mcp)
+        // Only /mcp: what is not a JSON-RPC message gets a JSON-RPC error.
+        .route_layer(middleware::from_fn(guard::check_body))
         .merge(admin::router(gateway))
         .layer(middleware::from_fn_with_state(origins, check_origin))
 }

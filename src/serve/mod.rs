@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod approve;
 pub mod command;
+pub mod guard;
 pub mod http;
 pub mod log;
 pub mod mcp;
