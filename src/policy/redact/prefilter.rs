@@ -1,0 +1,188 @@
+//! The keyword prefilter: one pass over the text that says where each rule's
+//! keywords occur, so a rule's regex runs only near them.
+//!
+//! Two stages. A trigram sieve looks at eight positions at a time, hashing
+//! the (ASCII-case-folded) three bytes at each into a 64 Kbit table of
+//! keyword beginnings; almost all of a clean text is rejected there, with no
+//! per-byte state to carry. The few blocks it lets through are searched by
+//! an Aho-Corasick automaton (leftmost-longest, ASCII case-insensitive) that
+//! names the keywords exactly. The sieve needs keywords of three bytes or
+//! more; a set with a shorter one uses the automaton alone.
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
+
+/// Positions the sieve checks per step.
+const BLOCK: usize = 8;
+/// Bytes a step reads: a trigram at each of the [`BLOCK`] positions.
+const BLOCK_READ: usize = BLOCK + 3;
+const TABLE_WORDS: usize = 1024;
+
+/// Where keywords occur, and which rules each one wakes.
+pub(super) struct Keywords {
+    automaton: AhoCorasick,
+    /// Per automaton pattern: the rules to run when it is the longest keyword
+    /// at a position (its own rules and those of keywords that are prefixes
+    /// of it, which start at the same place).
+    rules: Vec<Vec<u32>>,
+    /// Longest keyword, in bytes.
+    max_len: usize,
+    /// The trigram table, when every keyword has three bytes or more.
+    sieve: Option<Box<[u64; TABLE_WORDS]>>,
+}
+
+impl Keywords {
+    /// Builds the prefilter from each rule's lower-cased keywords; `None`
+    /// when no rule has any.
+    pub fn new<'a>(
+        per_rule: impl Iterator<Item = (u32, &'a [Box<[u8]>])>,
+    ) -> Result<Option<Keywords>, String> {
+        let mut patterns: Vec<Vec<u8>> = Vec::new();
+        let mut own: Vec<Vec<u32>> = Vec::new();
+        for (rule, keywords) in per_rule {
+            for k in keywords {
+                let k = k.to_ascii_lowercase();
+                let i = match patterns.iter().position(|p| *p == k) {
+                    Some(i) => i,
+                    None => {
+                        patterns.push(k);
+                        own.push(Vec::new());
+                        patterns.len() - 1
+                    }
+                };
+                if !own[i].contains(&rule) {
+                    own[i].push(rule);
+                }
+            }
+        }
+        if patterns.is_empty() {
+            return Ok(None);
+        }
+        let rules = patterns
+            .iter()
+            .map(|p| {
+                let mut rules: Vec<u32> = patterns
+                    .iter()
+                    .zip(&own)
+                    .filter(|(q, _)| p.starts_with(q))
+                    .flat_map(|(_, r)| r.iter().copied())
+                    .collect();
+                rules.sort_unstable();
+                rules.dedup();
+                rules
+            })
+            .collect();
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&patterns)
+            .or_else(|_| {
+                // Too many states for a DFA: the NFA is slower but has no such limit.
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&patterns)
+            })
+            .map_err(|e| format!("the keywords of all rules together are too many: {e}"))?;
+        let sieve = patterns.iter().all(|p| p.len() >= 3).then(|| {
+            let mut table = Box::new([0u64; TABLE_WORDS]);
+            for p in &patterns {
+                let slot = slot(u32::from_le_bytes([p[0], p[1], p[2], 0]) | 0x0020_2020);
+                table[slot >> 6] |= 1 << (slot & 63);
+            }
+            table
+        });
+        Ok(Some(Keywords {
+            automaton,
+            max_len: patterns.iter().map(Vec::len).max().unwrap_or(0),
+            rules,
+            sieve,
+        }))
+    }
+
+    /// Longest keyword in bytes: how far a keyword starting before a point
+    /// can reach past it.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Calls `found(position, rules)` for every position in `from..to` where
+    /// a keyword starts, in order. `hay` must reach `max_len() - 1` bytes
+    /// past `to` (or end there), so the keywords starting before `to` can be
+    /// read whole.
+    pub fn scan(&self, hay: &[u8], from: usize, to: usize, mut found: impl FnMut(usize, &[u32])) {
+        let Some(table) = &self.sieve else {
+            self.exact(hay, from, to, &mut found);
+            return;
+        };
+        let mut at = from;
+        while at < to {
+            if at + BLOCK > to || at + BLOCK_READ > hay.len() {
+                self.exact(hay, at, to, &mut found);
+                return;
+            }
+            if !block_may_match(hay, at, table) {
+                at += BLOCK;
+                continue;
+            }
+            let start = at;
+            at += BLOCK;
+            while at + BLOCK <= to
+                && at + BLOCK_READ <= hay.len()
+                && block_may_match(hay, at, table)
+            {
+                at += BLOCK;
+            }
+            self.exact(hay, start, at.min(to), &mut found);
+        }
+    }
+
+    /// The automaton over the keyword starts in `from..to`.
+    fn exact(&self, hay: &[u8], from: usize, to: usize, found: &mut impl FnMut(usize, &[u32])) {
+        let end = hay
+            .len()
+            .min(to.saturating_add(self.max_len).saturating_sub(1));
+        let hay = &hay[..end.max(from)];
+        let mut at = from;
+        while at < to {
+            let Some(m) = self.automaton.find(Input::new(hay).range(at..)) else {
+                return;
+            };
+            if m.start() >= to {
+                return;
+            }
+            found(m.start(), &self.rules[m.pattern().as_usize()]);
+            // Restart one byte on, not at the match end: keywords inside this
+            // one (`sk` in `task_sk_live_`) must be found too.
+            at = m.start() + 1;
+        }
+    }
+}
+
+fn slot(folded: u32) -> usize {
+    (folded.wrapping_mul(0x9E37_79B1) >> 16) as usize
+}
+
+/// Whether a keyword may start at one of the [`BLOCK`] positions from `at`.
+/// Setting bit 5 folds ASCII case (and maps a few punctuation pairs onto each
+/// other, which only lets a little more through).
+#[inline(always)]
+fn block_may_match(hay: &[u8], at: usize, table: &[u64; TABLE_WORDS]) -> bool {
+    let mut lo = [0u8; 8];
+    lo.copy_from_slice(&hay[at..at + 8]);
+    let mut hi = [0u8; 8];
+    hi.copy_from_slice(&hay[at + 3..at + 11]);
+    let lo = u64::from_le_bytes(lo) | 0x2020_2020_2020_2020;
+    let hi = u64::from_le_bytes(hi) | 0x2020_2020_2020_2020;
+    let mut any = 0u64;
+    for j in 0..BLOCK {
+        let tri = if j <= 5 {
+            (lo >> (8 * j)) as u32
+        } else {
+            (hi >> (8 * (j - 3))) as u32
+        } & 0x00FF_FFFF;
+        let s = slot(tri);
+        any |= table[s >> 6] >> (s & 63);
+    }
+    any & 1 != 0
+}
