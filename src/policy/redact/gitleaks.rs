@@ -349,7 +349,7 @@ fn import_rule(
     );
     let spec = RedactRuleSpec {
         id: id_str.to_string(),
-        regex: regex.get_ref().clone(),
+        regex: go_literal_braces(regex.get_ref()),
         keywords: rule
             .keywords
             .iter()
@@ -441,8 +441,9 @@ fn allowlist(
     }
     let mut regexes = Vec::new();
     for r in &al.regexes {
-        match ascii_perl_classes(r.get_ref()) {
-            Ok(_) => regexes.push(r.get_ref().clone()),
+        let pattern = go_literal_braces(r.get_ref());
+        match ascii_perl_classes(&pattern) {
+            Ok(_) => regexes.push(pattern),
             Err(reason) => cx.warn(
                 r.span(),
                 rule,
@@ -468,4 +469,78 @@ fn allowlist(
         target,
         require_all,
     })
+}
+
+/// Escapes each `{` that does not start a repetition: Go reads `{x}` or a
+/// lone `{` as literal text, the `regex` crate as a broken repetition.
+pub fn go_literal_braces(pattern: &str) -> String {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len());
+    let mut in_class = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' => {
+                out.push(c);
+                if let Some(&next) = chars.get(i + 1) {
+                    out.push(next);
+                }
+                i += 2;
+                continue;
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push(c);
+                // A `]` right after `[` or `[^` is a member, not the end.
+                let mut j = i + 1;
+                if chars.get(j) == Some(&'^') {
+                    out.push('^');
+                    j += 1;
+                }
+                if chars.get(j) == Some(&']') {
+                    out.push(']');
+                    j += 1;
+                }
+                i = j;
+                continue;
+            }
+            '[' if chars.get(i + 1) == Some(&':') => {
+                // `[:alpha:]` inside a class.
+                let end = (i + 2..chars.len().saturating_sub(1))
+                    .find(|&k| chars[k] == ':' && chars[k + 1] == ']');
+                let stop = end.map_or(i + 1, |k| k + 2);
+                out.extend(&chars[i..stop]);
+                i = stop;
+                continue;
+            }
+            ']' if in_class => in_class = false,
+            '{' if !in_class && !is_repetition(&chars[i + 1..]) => {
+                out.push_str("\\{");
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// Whether `rest` (after a `{`) is `n}`, `n,}` or `n,m}`.
+fn is_repetition(rest: &[char]) -> bool {
+    let digits = |s: &[char]| s.iter().take_while(|c| c.is_ascii_digit()).count();
+    let n = digits(rest);
+    if n == 0 {
+        return false;
+    }
+    match rest.get(n) {
+        Some('}') => true,
+        Some(',') => {
+            let m = digits(&rest[n + 1..]);
+            rest.get(n + 1 + m) == Some(&'}')
+        }
+        _ => false,
+    }
 }

@@ -18,8 +18,8 @@ use super::syntax::ascii_perl_classes;
 pub const MAX_MATCH_LEN: usize = 4096;
 
 /// What an unbounded repetition is capped at, tried in order until the whole
-/// regex fits [`MAX_MATCH_LEN`]. A secret longer than the cap is still
-/// redacted up to the cap, which is where such rules stop in practice.
+/// regex fits [`MAX_MATCH_LEN`] and its automaton the size limit. A secret
+/// longer than the cap is redacted up to the cap.
 const REPETITION_CAPS: &[u32] = &[256, 64, 16];
 
 /// Rule regexes are written by people and loaded at runtime; this caps the
@@ -120,11 +120,12 @@ pub struct RedactRuleError {
     pub message: String,
 }
 
-/// A regex after the checks: its HIR with repetitions capped, and its bound.
+/// A regex after the checks: its HIR and the repetition caps that keep its
+/// matches within [`MAX_MATCH_LEN`].
 pub(super) struct Analyzed {
     hir: Hir,
-    /// Longest match in bytes.
-    pub max_len: usize,
+    /// Index into [`REPETITION_CAPS`] of the largest cap that fits.
+    cap: usize,
 }
 
 /// Parses and checks `pattern` without compiling it: syntax, empty matches,
@@ -151,15 +152,14 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
             ));
         }
     }
-    for &cap in REPETITION_CAPS {
-        let capped = cap_repetitions(hir.clone(), cap);
-        if let Some(max_len) = capped.properties().maximum_len() {
-            if max_len <= MAX_MATCH_LEN {
-                return Ok(Analyzed {
-                    hir: capped,
-                    max_len,
-                });
-            }
+    for (cap, &limit) in REPETITION_CAPS.iter().enumerate() {
+        let capped = cap_repetitions(hir.clone(), limit);
+        if capped
+            .properties()
+            .maximum_len()
+            .is_some_and(|n| n <= MAX_MATCH_LEN)
+        {
+            return Ok(Analyzed { hir, cap });
         }
     }
     let longest = cap_repetitions(hir, REPETITION_CAPS[REPETITION_CAPS.len() - 1])
@@ -171,24 +171,32 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
     ))
 }
 
-/// Compiles an analyzed regex.
-pub(super) fn build(analyzed: &Analyzed) -> Result<meta::Regex, String> {
-    meta::Builder::new()
-        .configure(
-            meta::Config::new()
-                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                .dfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                .onepass_size_limit(Some(REGEX_SIZE_LIMIT))
-                .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
-        )
-        .build_from_hir(&analyzed.hir)
-        .map_err(|e| {
-            if e.size_limit().is_some() {
-                "regex is too large; simplify it".to_string()
-            } else {
-                format!("invalid regex: {}", syntax_summary(&e.to_string()))
+/// Compiles an analyzed regex with the largest repetition cap whose automaton
+/// fits the size limit; returns it with its longest match.
+pub(super) fn build(analyzed: &Analyzed) -> Result<(meta::Regex, usize), String> {
+    let mut last = String::new();
+    for &limit in &REPETITION_CAPS[analyzed.cap..] {
+        let capped = cap_repetitions(analyzed.hir.clone(), limit);
+        let max_len = capped.properties().maximum_len().unwrap_or(usize::MAX);
+        let built = meta::Builder::new()
+            .configure(
+                meta::Config::new()
+                    .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                    .dfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                    .onepass_size_limit(Some(REGEX_SIZE_LIMIT))
+                    .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
+            )
+            .build_from_hir(&capped);
+        match built {
+            Ok(regex) => return Ok((regex, max_len)),
+            // A smaller cap makes a smaller automaton: `.{0,256}` is big.
+            Err(e) if e.size_limit().is_some() => {
+                last = "regex is too large; simplify it".to_string();
             }
-        })
+            Err(e) => return Err(format!("invalid regex: {}", syntax_summary(&e.to_string()))),
+        }
+    }
+    Err(last)
 }
 
 /// Rewrites `x*`, `x+` and `x{n,}` as `x{0,cap}`, `x{1,cap}` and `x{n,max(n,cap)}`.
@@ -339,7 +347,7 @@ pub(super) fn compile_rule(
     analyzed: &Analyzed,
     extra_allowlists: &[AllowlistSpec],
 ) -> Result<CompiledRule, String> {
-    let regex = build(analyzed)?;
+    let (regex, max_len) = build(analyzed)?;
     let mut allowlists = Vec::new();
     for a in spec.allowlists.iter().chain(extra_allowlists) {
         allowlists.push(Allowlist::compile(a)?);
@@ -347,20 +355,20 @@ pub(super) fn compile_rule(
     let block = match &spec.continuation {
         None => None,
         Some(c) => {
-            let piece = analyze(&c.piece, SecretGroup::Whole)?;
-            let footer = analyze(&c.footer, SecretGroup::Whole)?;
+            let (piece, piece_max) = build(&analyze(&c.piece, SecretGroup::Whole)?)?;
+            let (footer, footer_max) = build(&analyze(&c.footer, SecretGroup::Whole)?)?;
             Some(CompiledBlock {
-                piece: build(&piece)?,
-                piece_max: piece.max_len,
-                footer: build(&footer)?,
-                footer_max: footer.max_len,
+                piece,
+                piece_max,
+                footer,
+                footer_max,
             })
         }
     };
     Ok(CompiledRule {
         id: spec.id.clone(),
         regex,
-        max_len: analyzed.max_len,
+        max_len,
         keywords: spec
             .keywords
             .iter()

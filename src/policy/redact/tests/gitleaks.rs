@@ -198,3 +198,13 @@ fn perl_classes_mean_what_they_mean_in_go() {
     assert_eq!(r.redact("tkw_abcdé"), "[REDACTED:w]é");
     assert_eq!(r.redact("tkw_abcé"), "tkw_abcé");
 }
+
+#[test]
+fn go_literal_braces_are_escaped() {
+    use crate::policy::redact::gitleaks::go_literal_braces;
+    assert_eq!(go_literal_braces(r"a{2}b{1,}c{3,4}"), r"a{2}b{1,}c{3,4}");
+    assert_eq!(go_literal_braces(r"\$\{\d+\}"), r"\$\{\d+\}");
+    assert_eq!(go_literal_braces(r"{{x}}-{\d+}$"), r"\{\{x}}-\{\d+}$");
+    assert_eq!(go_literal_braces(r"[{}]{2}[]{]x{"), r"[{}]{2}[]{]x\{");
+    assert_eq!(go_literal_braces(r"[[:alpha:]{]{a"), r"[[:alpha:]{]\{a");
+}
