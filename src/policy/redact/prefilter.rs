@@ -4,12 +4,13 @@
 //! Two stages. A trigram sieve looks at eight positions at a time, hashing
 //! the (ASCII-case-folded) three bytes at each into a 64 Kbit table of
 //! keyword beginnings; almost all of a clean text is rejected there, with no
-//! per-byte state to carry. The few blocks it lets through are searched by
-//! an Aho-Corasick automaton (leftmost-longest, ASCII case-insensitive) that
-//! names the keywords exactly. The sieve needs keywords of three bytes or
-//! more; a set with a shorter one uses the automaton alone.
+//! per-byte state to carry. At the few positions it lets through, an
+//! Aho-Corasick automaton (leftmost-longest, ASCII case-insensitive) runs
+//! anchored and names the keyword starting there exactly, usually failing
+//! after a byte or two. The sieve needs keywords of three bytes or more; a set
+//! with a shorter one runs the automaton unanchored over the whole text.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind, StartKind};
 
 /// Positions the sieve checks per step.
 const BLOCK: usize = 8;
@@ -75,12 +76,14 @@ impl Keywords {
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
             .kind(Some(AhoCorasickKind::DFA))
+            .start_kind(StartKind::Both)
             .build(&patterns)
             .or_else(|_| {
                 // Too many states for a DFA: the NFA is slower but has no such limit.
                 AhoCorasick::builder()
                     .ascii_case_insensitive(true)
                     .match_kind(MatchKind::LeftmostLongest)
+                    .start_kind(StartKind::Both)
                     .build(&patterns)
             })
             .map_err(|e| format!("the keywords of all rules together are too many: {e}"))?;
@@ -115,25 +118,26 @@ impl Keywords {
             self.exact(hay, from, to, &mut found);
             return;
         };
+        let end = hay
+            .len()
+            .min(to.saturating_add(self.max_len).saturating_sub(1));
+        let verify_hay = &hay[..end.max(from)];
         let mut at = from;
         while at < to {
             if at + BLOCK > to || at + BLOCK_READ > hay.len() {
                 self.exact(hay, at, to, &mut found);
                 return;
             }
-            if !block_may_match(hay, at, table) {
-                at += BLOCK;
-                continue;
+            let mut candidates = block_candidates(hay, at, table);
+            while candidates != 0 {
+                let pos = at + candidates.trailing_zeros() as usize;
+                candidates &= candidates - 1;
+                let input = Input::new(verify_hay).range(pos..).anchored(Anchored::Yes);
+                if let Some(m) = self.automaton.find(input) {
+                    found(pos, &self.rules[m.pattern().as_usize()]);
+                }
             }
-            let start = at;
             at += BLOCK;
-            while at + BLOCK <= to
-                && at + BLOCK_READ <= hay.len()
-                && block_may_match(hay, at, table)
-            {
-                at += BLOCK;
-            }
-            self.exact(hay, start, at.min(to), &mut found);
         }
     }
 
@@ -163,18 +167,18 @@ fn slot(folded: u32) -> usize {
     (folded.wrapping_mul(0x9E37_79B1) >> 16) as usize
 }
 
-/// Whether a keyword may start at one of the [`BLOCK`] positions from `at`.
-/// Setting bit 5 folds ASCII case (and maps a few punctuation pairs onto each
-/// other, which only lets a little more through).
+/// Which of the [`BLOCK`] positions from `at` a keyword may start at, as
+/// bits. Setting bit 5 folds ASCII case (and maps a few punctuation pairs
+/// onto each other, which only lets a little more through).
 #[inline(always)]
-fn block_may_match(hay: &[u8], at: usize, table: &[u64; TABLE_WORDS]) -> bool {
+fn block_candidates(hay: &[u8], at: usize, table: &[u64; TABLE_WORDS]) -> u32 {
     let mut lo = [0u8; 8];
     lo.copy_from_slice(&hay[at..at + 8]);
     let mut hi = [0u8; 8];
     hi.copy_from_slice(&hay[at + 3..at + 11]);
     let lo = u64::from_le_bytes(lo) | 0x2020_2020_2020_2020;
     let hi = u64::from_le_bytes(hi) | 0x2020_2020_2020_2020;
-    let mut any = 0u64;
+    let mut bits = 0u32;
     for j in 0..BLOCK {
         let tri = if j <= 5 {
             (lo >> (8 * j)) as u32
@@ -182,7 +186,7 @@ fn block_may_match(hay: &[u8], at: usize, table: &[u64; TABLE_WORDS]) -> bool {
             (hi >> (8 * (j - 3))) as u32
         } & 0x00FF_FFFF;
         let s = slot(tri);
-        any |= table[s >> 6] >> (s & 63);
+        bits |= (((table[s >> 6] >> (s & 63)) & 1) as u32) << j;
     }
-    any & 1 != 0
+    bits
 }
