@@ -14,7 +14,8 @@
 //!   of any rule occurs (checked before timing).
 //!
 //! `TOOLGATE_BENCH_CORPUS=DIR cargo bench --bench redact -- --test` writes
-//! the code-with-secrets text to `DIR/corpus.txt` and the rules as POSIX
+//! the code-with-secrets text to `DIR/corpus.txt`, the clean text to
+//! `DIR/clean.txt` and the rules as POSIX
 //! extended regexes to `DIR/patterns.ere`, for the GNU grep comparison in
 //! docs/performance.md.
 
@@ -172,7 +173,7 @@ fn bench(c: &mut Criterion) {
     let found = redacted.matches("[REDACTED:").count();
     assert!(found >= SIZE / SECRET_EVERY, "only {found} redactions");
     if let Ok(dir) = std::env::var("TOOLGATE_BENCH_CORPUS") {
-        write_corpus(&dir, &with_secrets);
+        write_corpus(&dir, &with_secrets, &clean);
     }
 
     let naive_rules = naive_rules();
@@ -211,9 +212,10 @@ fn bench(c: &mut Criterion) {
 
 /// Writes the corpus and the rules as POSIX EREs (one per line) for
 /// `grep -E -o -f patterns.ere corpus.txt`.
-fn write_corpus(dir: &str, text: &str) {
+fn write_corpus(dir: &str, text: &str, clean: &str) {
     std::fs::create_dir_all(dir).expect("corpus dir");
     std::fs::write(format!("{dir}/corpus.txt"), text).expect("corpus");
+    std::fs::write(format!("{dir}/clean.txt"), clean).expect("clean corpus");
     let mut patterns = String::new();
     for r in default_rules() {
         let ascii = ascii_perl_classes(&r.regex).expect("parse");

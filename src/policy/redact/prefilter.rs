@@ -172,20 +172,14 @@ fn slot(folded: u32) -> usize {
 /// onto each other, which only lets a little more through).
 #[inline(always)]
 fn block_candidates(hay: &[u8], at: usize, table: &[u64; TABLE_WORDS]) -> u32 {
-    let mut lo = [0u8; 8];
-    lo.copy_from_slice(&hay[at..at + 8]);
-    let mut hi = [0u8; 8];
-    hi.copy_from_slice(&hay[at + 3..at + 11]);
-    let lo = u64::from_le_bytes(lo) | 0x2020_2020_2020_2020;
-    let hi = u64::from_le_bytes(hi) | 0x2020_2020_2020_2020;
+    // One bounds check for the block; the loads below are then unchecked.
+    let w: &[u8; BLOCK_READ] = hay[at..at + BLOCK_READ]
+        .try_into()
+        .expect("BLOCK_READ bytes");
     let mut bits = 0u32;
     for j in 0..BLOCK {
-        let tri = if j <= 5 {
-            (lo >> (8 * j)) as u32
-        } else {
-            (hi >> (8 * (j - 3))) as u32
-        } & 0x00FF_FFFF;
-        let s = slot(tri);
+        let quad = u32::from_le_bytes([w[j], w[j + 1], w[j + 2], w[j + 3]]);
+        let s = slot((quad | 0x2020_2020) & 0x00FF_FFFF);
         bits |= (((table[s >> 6] >> (s & 63)) & 1) as u32) << j;
     }
     bits

@@ -150,18 +150,19 @@ const READ_CHUNK: usize = 64 * 1024;
 /// and restarted there (a secret is text, so none spans such bytes).
 pub fn redact_io(r: &Redactor, mut input: impl Read, mut output: impl Write) -> io::Result<()> {
     let mut stream = r.stream();
-    let mut chunk = vec![0u8; READ_CHUNK];
-    // An incomplete UTF-8 sequence at the end of a read waits for the next.
-    let mut carry: Vec<u8> = Vec::new();
+    // Bytes `..held` are an incomplete UTF-8 sequence left from the last read
+    // (at most 3); each read goes in after them, so nothing is copied twice.
+    let mut buf = vec![0u8; READ_CHUNK + 4];
+    let mut held = 0;
     loop {
-        let n = match input.read(&mut chunk) {
+        let n = match input.read(&mut buf[held..]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        carry.extend_from_slice(&chunk[..n]);
-        let mut rest: &[u8] = &carry;
+        let total = held + n;
+        let mut rest: &[u8] = &buf[..total];
         loop {
             match std::str::from_utf8(rest) {
                 Ok(text) => {
@@ -171,7 +172,6 @@ pub fn redact_io(r: &Redactor, mut input: impl Read, mut output: impl Write) -> 
                 }
                 Err(e) => {
                     let (valid, after) = rest.split_at(e.valid_up_to());
-                    // SAFETY-free: `valid_up_to` bytes are valid UTF-8.
                     let text = std::str::from_utf8(valid).unwrap_or_default();
                     output.write_all(stream.push(text).as_bytes())?;
                     match e.error_len() {
@@ -180,11 +180,8 @@ pub fn redact_io(r: &Redactor, mut input: impl Read, mut output: impl Write) -> 
                             break;
                         }
                         Some(bad) => {
-                            output.write_all(
-                                std::mem::replace(&mut stream, r.stream())
-                                    .finish()
-                                    .as_bytes(),
-                            )?;
+                            let done = std::mem::replace(&mut stream, r.stream());
+                            output.write_all(done.finish().as_bytes())?;
                             output.write_all(&after[..bad])?;
                             rest = &after[bad..];
                         }
@@ -192,10 +189,11 @@ pub fn redact_io(r: &Redactor, mut input: impl Read, mut output: impl Write) -> 
                 }
             }
         }
-        carry = rest.to_vec();
+        held = rest.len();
+        buf.copy_within(total - held..total, 0);
     }
     output.write_all(stream.finish().as_bytes())?;
     // Bytes of a sequence the input cut short.
-    output.write_all(&carry)?;
+    output.write_all(&buf[..held])?;
     output.flush()
 }
