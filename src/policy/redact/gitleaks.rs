@@ -24,7 +24,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::rules::{check_rule, AllowTarget, AllowlistSpec, RedactRuleSpec, SecretGroup};
+use super::rules::{check_syntax, AllowTarget, AllowlistSpec, RedactRuleSpec, SecretGroup};
 use super::syntax::ascii_perl_classes;
 use crate::config::parse::position_of;
 use crate::config::Position;
@@ -130,13 +130,22 @@ struct AllowToml {
 
 struct Ctx<'a> {
     text: &'a str,
+    /// Byte offset of each line's start: a position per rule must not cost a
+    /// scan of the file each.
+    lines: Vec<usize>,
     errors: Vec<GitleaksIssue>,
     warnings: Vec<GitleaksIssue>,
 }
 
 impl Ctx<'_> {
     fn at(&self, span: std::ops::Range<usize>) -> Position {
-        position_of(self.text, span.start)
+        let byte = span.start.min(self.text.len());
+        let line = self.lines.partition_point(|&start| start <= byte);
+        let start = self.lines[line - 1];
+        Position {
+            line,
+            col: self.text[start..byte].chars().count() + 1,
+        }
     }
     fn error(&mut self, span: std::ops::Range<usize>, rule: Option<&str>, message: String) {
         let pos = self.at(span);
@@ -179,8 +188,12 @@ pub fn parse(text: &str) -> Result<GitleaksImport, Vec<GitleaksIssue>> {
             unsupported: false,
         }]
     })?;
+    let lines = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
     let mut cx = Ctx {
         text,
+        lines,
         errors: Vec::new(),
         warnings: Vec::new(),
     };
@@ -361,7 +374,7 @@ fn import_rule(
         allowlists,
         continuation: None,
     };
-    if let Err(reason) = check_rule(&spec) {
+    if let Err(reason) = check_syntax(&spec) {
         let span = if reason.starts_with("entropy") {
             rule.entropy.as_ref().map_or(regex.span(), |e| e.span())
         } else {

@@ -13,7 +13,32 @@ use regex_syntax::ast::{self, Ast};
 /// boundaries as `(?-u:\b)`. `Err` says why the pattern does not parse
 /// (look-around, backreferences, … — syntax the `regex` crate does not have).
 pub fn ascii_perl_classes(pattern: &str) -> Result<String, String> {
-    let mut tree = ast::parse::Parser::new().parse(pattern).map_err(|e| {
+    let mut tree = parse(pattern)?;
+    asciify(&mut tree);
+    let mut out = String::new();
+    ast::print::Printer::new()
+        .print(&tree, &mut out)
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// How many capture groups `pattern` has, after the same syntax checks as
+/// [`ascii_perl_classes`].
+pub fn capture_groups(pattern: &str) -> Result<usize, String> {
+    fn count(node: &Ast) -> usize {
+        match node {
+            Ast::Group(g) => usize::from(g.capture_index().is_some()) + count(&g.ast),
+            Ast::Repetition(r) => count(&r.ast),
+            Ast::Alternation(a) => a.asts.iter().map(count).sum(),
+            Ast::Concat(c) => c.asts.iter().map(count).sum(),
+            _ => 0,
+        }
+    }
+    Ok(count(&parse(pattern)?))
+}
+
+fn parse(pattern: &str) -> Result<Ast, String> {
+    let tree = ast::parse::Parser::new().parse(pattern).map_err(|e| {
         let at = e.span().start.offset;
         let near: String = pattern[at..].chars().take(12).collect();
         if near.is_empty() {
@@ -28,12 +53,7 @@ pub fn ascii_perl_classes(pattern: &str) -> Result<String, String> {
             "possessive quantifiers (`++`, `*+`, `?+`) and stacked repetition operators are not supported (at `{near}`)"
         ));
     }
-    asciify(&mut tree);
-    let mut out = String::new();
-    ast::print::Printer::new()
-        .print(&tree, &mut out)
-        .map_err(|e| e.to_string())?;
-    Ok(out)
+    Ok(tree)
 }
 
 /// Where a repetition operator applies directly to another (`a++`): the
