@@ -117,3 +117,32 @@ fn redact_uses_imported_rules_and_streams() {
     let out = String::from_utf8(o.stdout).unwrap();
     assert_eq!(out, format!("{line}key = [REDACTED:acme-api-key]\n{line}"));
 }
+
+#[test]
+fn policy_redaction_errors_point_at_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixtures().join("gitleaks.toml"),
+        dir.path().join("gitleaks.toml"),
+    )
+    .unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\nredact:\n  allowlist: { regexes: ['(unclosed'] }\n  rules:\n    - { id: acme-api-key, regex: 'acme_[a-z]{8}', keywords: [acme_] }\n  gitleaks: [gitleaks.toml]\n",
+    )
+    .unwrap();
+    let o = check(policy.to_str().unwrap(), "human");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(
+            "p.yaml:3:14: error: redact.allowlist: allowlist regex `(unclosed`: unclosed group"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("gitleaks.toml:13:1: error: gitleaks rule `acme-api-key`: duplicate rule id: a rule of the policy already uses it"),
+        "{out}"
+    );
+}

@@ -54,7 +54,17 @@ pub(super) fn compile(layers: &[PolicyLayer], diags: &mut Diagnostics) -> Redact
         };
         defaults |= r.defaults.unwrap_or(false);
         if let Some(a) = &r.allowlist {
-            allowlists.push(allowlist(a));
+            let spec = allowlist(a);
+            match spec.check() {
+                Ok(()) => allowlists.push(spec),
+                Err(e) => err_at(
+                    diags,
+                    layer,
+                    "redact.allowlist",
+                    format!("redact.allowlist: {e}"),
+                    "fix the regex (Rust `regex` syntax) or remove the empty stopword",
+                ),
+            }
         }
         for (i, rule) in r.rules.iter().enumerate() {
             specs.push(policy_rule(rule));

@@ -298,7 +298,8 @@ impl LazyRedactor {
         imported: Vec<RedactRuleSpec>,
         allowlists: Vec<AllowlistSpec>,
     ) -> Result<LazyRedactor, Vec<RedactRuleError>> {
-        let mut errors = match Redactor::compile_with(false, &rules, &allowlists) {
+        // Global allowlists are checked once by the caller (`AllowlistSpec::check`).
+        let mut errors = match Redactor::compile(false, &rules) {
             Ok(_) => Vec::new(),
             Err(e) => e,
         };
@@ -319,11 +320,27 @@ impl LazyRedactor {
         // Imported files can be large: only the cheap checks now; the rest
         // happen at first use, and a rule failing them is dropped and listed
         // by `dropped` (which `toolgate check` reports).
-        for r in &imported {
+        for (i, r) in imported.iter().enumerate() {
             if let Err(message) = check_syntax(r) {
                 errors.push(RedactRuleError {
                     id: r.id.clone(),
                     message,
+                });
+            }
+            // Replacing a built-in rule is gitleaks' own `extend` behaviour;
+            // clashing with a rule written in the policy, or with another
+            // imported file, is more likely an accident.
+            let clash = if rules.iter().any(|p| p.id == r.id) {
+                Some("a rule of the policy")
+            } else if imported[..i].iter().any(|p| p.id == r.id) {
+                Some("a rule imported from another gitleaks file")
+            } else {
+                None
+            };
+            if let Some(other) = clash {
+                errors.push(RedactRuleError {
+                    id: r.id.clone(),
+                    message: format!("duplicate rule id: {other} already uses it"),
                 });
             }
         }
@@ -331,12 +348,7 @@ impl LazyRedactor {
             return Err(errors);
         }
         let mut all = rules;
-        for r in imported {
-            match all.iter().position(|x| x.id == r.id) {
-                Some(i) => all[i] = r,
-                None => all.push(r),
-            }
-        }
+        all.extend(imported);
         Ok(LazyRedactor {
             defaults,
             rules: all,

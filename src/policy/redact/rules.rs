@@ -76,6 +76,13 @@ pub struct AllowlistSpec {
     pub require_all: bool,
 }
 
+impl AllowlistSpec {
+    /// Whether the allowlist compiles: its regexes, its stopwords.
+    pub fn check(&self) -> Result<(), String> {
+        Allowlist::compile(self).map(|_| ())
+    }
+}
+
 /// How a block-shaped secret continues after its opening match (a private
 /// key's body after its `BEGIN` line). The body is taken piece by piece, so a
 /// block of any length streams in constant memory.
