@@ -2,7 +2,7 @@
 //! keywords occur, so a rule's regex runs only near them.
 //!
 //! Two stages. A trigram sieve looks at eight positions at a time, hashing
-//! the (ASCII-case-folded) three bytes at each into a 64 Kbit table of
+//! the (ASCII-case-folded) three bytes at each into a 16 K-slot table of
 //! keyword beginnings; almost all of a clean text is rejected there, with no
 //! per-byte state to carry. At the few positions it lets through, an
 //! Aho-Corasick automaton (leftmost-longest, ASCII case-insensitive) runs
@@ -16,7 +16,8 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind, Sta
 const BLOCK: usize = 8;
 /// Bytes a step reads: a trigram at each of the [`BLOCK`] positions.
 const BLOCK_READ: usize = BLOCK + 3;
-const TABLE_WORDS: usize = 1024;
+/// Slots in the sieve's table: a byte each, 16 KB, so it stays in L1.
+const TABLE_SLOTS: usize = 1 << 14;
 
 /// Where keywords occur, and which rules each one wakes.
 pub(super) struct Keywords {
@@ -28,7 +29,10 @@ pub(super) struct Keywords {
     /// Longest keyword, in bytes.
     max_len: usize,
     /// The trigram table, when every keyword has three bytes or more.
-    sieve: Option<Box<[u64; TABLE_WORDS]>>,
+    sieve: Option<Box<[u8; TABLE_SLOTS]>>,
+    /// The same keyword beginnings under a second hash, to weed out most
+    /// of the first table's collisions before the automaton runs.
+    sieve2: Box<[u8; TABLE_SLOTS]>,
 }
 
 impl Keywords {
@@ -87,11 +91,13 @@ impl Keywords {
                     .build(&patterns)
             })
             .map_err(|e| format!("the keywords of all rules together are too many: {e}"))?;
+        let mut sieve2 = Box::new([0u8; TABLE_SLOTS]);
         let sieve = patterns.iter().all(|p| p.len() >= 3).then(|| {
-            let mut table = Box::new([0u64; TABLE_WORDS]);
+            let mut table = Box::new([0u8; TABLE_SLOTS]);
             for p in &patterns {
-                let slot = slot(u32::from_le_bytes([p[0], p[1], p[2], 0]) | 0x0020_2020);
-                table[slot >> 6] |= 1 << (slot & 63);
+                let tri = u32::from_le_bytes([p[0], p[1], p[2], 0]) | 0x0020_2020;
+                table[slot(tri)] = 1;
+                sieve2[slot2(tri)] = 1;
             }
             table
         });
@@ -100,6 +106,7 @@ impl Keywords {
             max_len: patterns.iter().map(Vec::len).max().unwrap_or(0),
             rules,
             sieve,
+            sieve2,
         }))
     }
 
@@ -132,6 +139,10 @@ impl Keywords {
             while candidates != 0 {
                 let pos = at + candidates.trailing_zeros() as usize;
                 candidates &= candidates - 1;
+                let tri = u32::from_le_bytes([hay[pos], hay[pos + 1], hay[pos + 2], 0]);
+                if self.sieve2[slot2(tri | 0x0020_2020)] == 0 {
+                    continue;
+                }
                 let input = Input::new(verify_hay).range(pos..).anchored(Anchored::Yes);
                 if let Some(m) = self.automaton.find(input) {
                     found(pos, &self.rules[m.pattern().as_usize()]);
@@ -164,23 +175,38 @@ impl Keywords {
 }
 
 fn slot(folded: u32) -> usize {
-    (folded.wrapping_mul(0x9E37_79B1) >> 16) as usize
+    (folded.wrapping_mul(0x9E37_79B1) >> 18) as usize
+}
+
+fn slot2(folded: u32) -> usize {
+    (folded.wrapping_mul(0x85EB_CA6B) >> 18) as usize
 }
 
 /// Which of the [`BLOCK`] positions from `at` a keyword may start at, as
 /// bits. Setting bit 5 folds ASCII case (and maps a few punctuation pairs
 /// onto each other, which only lets a little more through).
 #[inline(always)]
-fn block_candidates(hay: &[u8], at: usize, table: &[u64; TABLE_WORDS]) -> u32 {
+fn block_candidates(hay: &[u8], at: usize, table: &[u8; TABLE_SLOTS]) -> u32 {
     // One bounds check for the block; the loads below are then unchecked.
     let w: &[u8; BLOCK_READ] = hay[at..at + BLOCK_READ]
         .try_into()
         .expect("BLOCK_READ bytes");
+    let look = |j: usize| {
+        let quad = u32::from_le_bytes([w[j], w[j + 1], w[j + 2], w[j + 3]]);
+        table[slot((quad | 0x2020_2020) & 0x00FF_FFFF)]
+    };
+    // Nearly every block has no candidate: test that first, without
+    // assembling the positions.
+    let mut any = 0u8;
+    for j in 0..BLOCK {
+        any |= look(j);
+    }
+    if any == 0 {
+        return 0;
+    }
     let mut bits = 0u32;
     for j in 0..BLOCK {
-        let quad = u32::from_le_bytes([w[j], w[j + 1], w[j + 2], w[j + 3]]);
-        let s = slot((quad | 0x2020_2020) & 0x00FF_FFFF);
-        bits |= (((table[s >> 6] >> (s & 63)) & 1) as u32) << j;
+        bits |= u32::from(look(j)) << j;
     }
     bits
 }
