@@ -193,3 +193,37 @@ fn redact_io_reads_in_chunks_and_keeps_split_characters() {
         "é [REDACTED:aws-access-key-id] é\n"
     );
 }
+
+/// Rules that stress the incremental decisions: unbounded (capped)
+/// repetitions, a rule without keywords, a short keyword (no sieve), a
+/// secret group, overlaps, `\b` at chunk edges.
+fn stress() -> &'static Redactor {
+    use std::sync::OnceLock;
+    static R: OnceLock<Redactor> = OnceLock::new();
+    R.get_or_init(|| {
+        Redactor::compile(
+            false,
+            &[
+                rule("kv", r"k=[ab]+", &["k="], 0),
+                rule("aab", r"a{2,5}b", &[], 0),
+                rule("beq", r"(?i)b=(a+)", &["b="], 1),
+                rule("word", r"\bab\b", &["ab"], 0),
+                rule("long", r"x[ab ]{0,40}y", &["x"], 0),
+            ],
+        )
+        .expect("stress rules compile")
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_split_redacts_like_the_whole_with_tricky_rules(
+        text in "[abkxyB= \né]{0,400}",
+        cuts in prop::collection::vec(any::<usize>(), 0..16),
+    ) {
+        let whole = stress().redact(&text).into_owned();
+        prop_assert_eq!(streamed(stress(), &text, &cuts), whole);
+    }
+}
