@@ -297,7 +297,21 @@ fn check(config: &ConfigArgs, format: Format) -> ExitCode {
             Err(diags)
         }
     };
+    // Imported rules are built lazily; `check` builds them to list any that fail.
+    let warnings = result
+        .as_ref()
+        .map(|p| p.all_warnings())
+        .unwrap_or_default();
     let mut out = std::io::stdout().lock();
+    match format {
+        Format::Human => {
+            let _ = write!(out, "{}", warnings.to_human_warnings());
+        }
+        Format::Github => {
+            let _ = write!(out, "{}", warnings.to_github_warnings());
+        }
+        Format::Json => {}
+    }
     match (&result, format) {
         (Ok(p), Format::Human | Format::Github) => {
             let _ = writeln!(
@@ -326,7 +340,7 @@ fn check(config: &ConfigArgs, format: Format) -> ExitCode {
         (_, Format::Json) => {
             let json = match &result {
                 Ok(p) => {
-                    serde_json::json!({"ok": true, "version": p.version, "files": p.files, "active_tools": p.tools.active, "errors": []})
+                    serde_json::json!({"ok": true, "version": p.version, "files": p.files, "active_tools": p.tools.active, "errors": [], "warnings": warnings.0})
                 }
                 Err(d) => serde_json::json!({"ok": false, "errors": d.0}),
             };
@@ -522,18 +536,16 @@ fn redact(policies: Option<PathBuf>) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let mut input = String::new();
-    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
-        return usage_error(format!("stdin: {e} (toolgate redact reads UTF-8 text)"));
+    let redactor = policy.redactor.get();
+    match toolgate::policy::redact::redact_io(
+        redactor,
+        std::io::stdin().lock(),
+        std::io::stdout().lock(),
+    ) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => usage_error(format!("redact: {e}")),
     }
-    let mut out = std::io::stdout().lock();
-    if out
-        .write_all(policy.redactor.get().redact(&input).as_bytes())
-        .is_err()
-    {
-        return ExitCode::from(EXIT_USAGE);
-    }
-    ExitCode::SUCCESS
 }
 
 fn schema(kind: SchemaKind) -> ExitCode {

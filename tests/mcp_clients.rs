@@ -5,7 +5,8 @@
 //! .ci/run against the release binary (tests/conformance/run.sh).
 //!
 //! The clients are installed by `bash tests/mcp/install.sh` (which .ci/run
-//! runs). Without them these tests fail and say so: they never pass
+//! runs, and these tests run themselves when the clients are missing). When
+//! they cannot be installed these tests fail and say so: they never pass
 //! silently.
 
 #[path = "common/serve.rs"]
@@ -13,34 +14,66 @@ mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 use serve::{client_test_args, repo, toolgate, HttpServer};
 
-const INSTALL: &str = "the MCP test clients are not installed: run `bash tests/mcp/install.sh` \
-                       (what .ci/run does: pip install mcp==2.3.0, npm ci in tests/mcp)";
+/// Installs the clients once per test run when they are missing, so `cargo
+/// test` works on a fresh machine (with access to PyPI and npm). A failed
+/// install fails the tests that need the clients, with the installer's
+/// output.
+fn ensure_clients() {
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+    let result = INSTALLED.get_or_init(|| {
+        let dir = repo().join("tests/mcp");
+        let ready = dir.join(".venv/bin/python").exists()
+            && dir.join("node_modules/node/bin/node").exists()
+            && dir.join("node_modules/.bin/inspector").exists();
+        if ready {
+            return Ok(());
+        }
+        eprintln!("installing the MCP test clients (tests/mcp/install.sh) …");
+        let out = Command::new("bash")
+            .arg(dir.join("install.sh"))
+            .output()
+            .map_err(|e| format!("cannot run tests/mcp/install.sh: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "tests/mcp/install.sh failed (it needs python3 with venv, npm, and access to PyPI and npm):\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
 
-/// python3 with the SDK at the pinned version.
-fn python() -> &'static str {
-    let out = Command::new("python3")
+/// The venv's python, with the SDK at the pinned version.
+fn python() -> PathBuf {
+    ensure_clients();
+    let python = repo().join("tests/mcp/.venv/bin/python");
+    let out = Command::new(&python)
         .args([
             "-c",
             "import importlib.metadata as m; print(m.version('mcp'))",
         ])
         .output();
     match out {
-        Ok(o) if String::from_utf8_lossy(&o.stdout).trim() == "2.3.0" => "python3",
-        _ => panic!("{INSTALL} (python3 -c 'import mcp' did not find mcp 2.3.0)"),
+        Ok(o) if String::from_utf8_lossy(&o.stdout).trim() == "2.3.0" => python,
+        _ => panic!("tests/mcp/.venv does not have mcp 2.3.0: delete it and run `bash tests/mcp/install.sh`"),
     }
 }
 
 /// tests/mcp with its node_modules, and a PATH with Node 22 first.
 fn node() -> (PathBuf, String) {
+    ensure_clients();
     let dir = repo().join("tests/mcp");
     let node_bin = dir.join("node_modules/node/bin");
-    if !node_bin.join("node").exists() || !dir.join("node_modules/.bin/inspector").exists() {
-        panic!("{INSTALL} (tests/mcp/node_modules is missing)");
-    }
     let path = format!(
         "{}:{}",
         node_bin.display(),

@@ -233,11 +233,34 @@ fn redactor() -> &'static Redactor {
     REDACTOR.get_or_init(|| Redactor::compile(true, &[]).expect("built-in rules"))
 }
 
-/// Secret redaction with the built-in rules: any text is redacted without
-/// panicking, and redacting the result again changes nothing.
+/// Secret redaction with the built-in rules, whole and streamed. The first
+/// byte sets the chunk sizes (1 to 256 bytes, cut back to a character
+/// boundary), the rest is the text (lossy UTF-8). Redacting in chunks must
+/// give exactly what redacting the whole text gives, and redacting the
+/// result again must change nothing.
 pub fn redact(data: &[u8]) {
-    let text = String::from_utf8_lossy(data);
-    let once = redactor().redact(&text).into_owned();
-    let twice = redactor().redact(&once).into_owned();
-    assert_eq!(once, twice, "redaction is idempotent");
+    let Some((&seed, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let redactor = redactor();
+    let whole = redactor.redact(&text).into_owned();
+    let mut stream = redactor.stream();
+    let mut streamed = String::new();
+    let mut at = 0;
+    let mut step = usize::from(seed) + 1;
+    while at < text.len() {
+        let mut end = (at + step).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        streamed.push_str(&stream.push(&text[at..end]));
+        at = end;
+        // Vary the chunk size: a fixed stride misses boundary cases.
+        step = step * 7 % 251 + 1;
+    }
+    streamed.push_str(&stream.finish());
+    assert_eq!(streamed, whole, "streamed redaction equals whole redaction");
+    let twice = redactor.redact(&whole).into_owned();
+    assert_eq!(twice, whole, "redaction is idempotent");
 }

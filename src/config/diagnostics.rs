@@ -54,9 +54,15 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.render(f, "error")
+    }
+}
+
+impl Diagnostic {
+    fn render(&self, f: &mut impl fmt::Write, level: &str) -> fmt::Result {
         write!(
             f,
-            "{}:{}:{}: error: {}",
+            "{}:{}:{}: {level}: {}",
             self.file, self.line, self.col, self.message
         )?;
         if let Some(help) = &self.help {
@@ -114,6 +120,25 @@ impl Diagnostics {
     /// Renders as GitHub Actions workflow commands, so CI shows each problem
     /// as an annotation on the offending line.
     pub fn to_github(&self) -> String {
+        self.github("error")
+    }
+
+    /// Renders problems that did not stop the load: `FILE:LINE:COL: warning: …`.
+    pub fn to_human_warnings(&self) -> String {
+        let mut out = String::new();
+        for d in &self.0 {
+            let _ = d.render(&mut out, "warning");
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Like [`Diagnostics::to_github`], as `::warning` annotations.
+    pub fn to_github_warnings(&self) -> String {
+        self.github("warning")
+    }
+
+    fn github(&self, level: &str) -> String {
         let mut out = String::new();
         for d in &self.0 {
             let mut message = d.message.clone();
@@ -122,7 +147,7 @@ impl Diagnostics {
                 message.push_str(help);
             }
             out.push_str(&format!(
-                "::error file={},line={},col={},title=toolgate::{}\n",
+                "::{level} file={},line={},col={},title=toolgate::{}\n",
                 escape_property(&d.file),
                 d.line,
                 d.col,

@@ -271,19 +271,39 @@ pub enum ByteSize {
     Text(String),
 }
 
-/// `redact:` — secret redaction of tool output.
+/// `redact:` — secret redaction of tool output (results, details, progress
+/// updates, error messages and decision logs).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedactSection {
-    /// Turn on the built-in secret rules.
+    /// Turn on the built-in secret rules (cloud, VCS, chat, payment, AI and
+    /// registry tokens, private keys, JWTs, connection strings, assignments).
     #[serde(default)]
     pub defaults: Option<bool>,
     /// Policy-specific rules.
     #[serde(default)]
     pub rules: Vec<RedactRuleConfig>,
-    /// Paths to gitleaks-format TOML configs to import.
+    /// Findings that are never secrets, for every rule (built-in, policy and imported).
+    #[serde(default)]
+    pub allowlist: Option<RedactAllowlistConfig>,
+    /// gitleaks-format TOML configs to import, relative to this file.
     #[serde(default)]
     pub gitleaks: Vec<String>,
+    /// What an imported gitleaks rule whose regex cannot run here (look-around,
+    /// backreferences, …) does to the load: `warn` (default: skipped, listed
+    /// by `toolgate check`) or `error` (the policy does not load).
+    #[serde(default)]
+    pub unsupported: Option<UnsupportedRules>,
+}
+
+/// What an unsupported imported rule does to the load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UnsupportedRules {
+    /// Skip the rule; `toolgate check` lists it as a warning.
+    Warn,
+    /// Fail the load.
+    Error,
 }
 
 /// One redaction rule.
@@ -292,14 +312,50 @@ pub struct RedactSection {
 pub struct RedactRuleConfig {
     /// Id used in the replacement `[REDACTED:id]`.
     pub id: String,
-    /// The secret's regex (Rust `regex` syntax).
+    /// The secret's regex (Rust `regex` syntax). Repetitions without an upper
+    /// bound are capped so that no match is longer than 4096 bytes.
     pub regex: String,
-    /// Literal strings one of which occurs in every match (prefilter).
+    /// Literal strings, one of which every match contains (ASCII case is
+    /// ignored): the regex runs only near them. Without keywords it runs over
+    /// all text.
     #[serde(default)]
     pub keywords: Vec<String>,
-    /// Capture group holding the secret (0 = whole match).
+    /// Capture group holding the secret (0 = whole match); the rest of the
+    /// match stays, e.g. `password=`.
     #[serde(default)]
     pub secret_group: usize,
+    /// Minimum Shannon entropy of the secret, in bits per character (e.g.
+    /// 3.5); a less random secret is left alone.
+    #[serde(default)]
+    pub entropy: Option<f64>,
+    /// Findings of this rule that are not secrets.
+    #[serde(default)]
+    pub allowlist: Option<RedactAllowlistConfig>,
+}
+
+/// Findings that are not secrets: any regex or stopword that applies lets the finding through.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedactAllowlistConfig {
+    /// Regexes (Rust syntax) matched against `target`.
+    #[serde(default)]
+    pub regexes: Vec<String>,
+    /// Words; a secret containing one (ignoring case) is allowed, e.g. `example`.
+    #[serde(default)]
+    pub stopwords: Vec<String>,
+    /// What `regexes` are matched against: `secret` (default) or `match` (with context).
+    #[serde(default)]
+    pub target: Option<AllowlistTarget>,
+}
+
+/// What an allowlist's regexes see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AllowlistTarget {
+    /// The secret only.
+    Secret,
+    /// The whole match, context included.
+    Match,
 }
 
 /// `terminate:` — tools whose successful call ends the batch.

@@ -68,18 +68,9 @@ fn redact_content(redactor: &Redactor, content: &mut [Content]) {
     }
 }
 
-/// Redacts every string in a JSON value.
+/// Redacts every string (and key) in a JSON value.
 pub fn redact_value(redactor: &Redactor, value: &mut Value) {
-    match value {
-        Value::String(s) => {
-            if let std::borrow::Cow::Owned(clean) = redactor.redact(s) {
-                *s = clean;
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(redactor, v)),
-        Value::Object(map) => map.values_mut().for_each(|v| redact_value(redactor, v)),
-        _ => {}
-    }
+    redactor.redact_json(value);
 }
 
 #[cfg(test)]

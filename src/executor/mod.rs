@@ -210,8 +210,19 @@ impl Executor {
 
     /// Runs one batch of calls (one assistant message's tool calls).
     pub async fn run_batch(&self, calls: Vec<ToolCall>, options: BatchOptions) -> BatchOutcome {
+        self.run_batch_on(self.snapshot(), calls, options).await
+    }
+
+    /// Runs a batch on a snapshot the caller already holds (so it can log
+    /// and redact with the very policy that decided).
+    pub async fn run_batch_on(
+        &self,
+        snapshot: Arc<Snapshot>,
+        calls: Vec<ToolCall>,
+        options: BatchOptions,
+    ) -> BatchOutcome {
         let run = batch::BatchRun {
-            snapshot: self.snapshot(),
+            snapshot,
             mutations: self.mutations.clone(),
             options,
         };

@@ -66,4 +66,24 @@ pub struct CompiledPolicy {
     pub redactor: LazyRedactor,
     /// Time, output and input limits.
     pub limits: Limits,
+    /// Problems that did not stop the load (gitleaks rules that cannot run
+    /// here, config parts that do not apply), for `toolgate check`.
+    pub warnings: crate::config::Diagnostics,
+}
+
+impl CompiledPolicy {
+    /// The load's warnings plus the imported redaction rules that failed to
+    /// build (they are built on first use, so this builds them now). For
+    /// `toolgate check`; costs a full redactor compile.
+    pub fn all_warnings(&self) -> crate::config::Diagnostics {
+        let mut all = self.warnings.clone();
+        for e in self.redactor.dropped() {
+            all.push(crate::config::Diagnostic::new(
+                "<redact>",
+                crate::config::Position::default(),
+                format!("redaction rule `{}` is skipped: {}", e.id, e.message),
+            ));
+        }
+        all
+    }
 }

@@ -143,11 +143,17 @@ impl Gateway {
     pub async fn call(&self, call: ToolCall, options: BatchOptions) -> ToolResult {
         let started = Instant::now();
         let arguments = call.arguments.clone();
-        let result = self.executor.run_call(call, options).await;
+        // One snapshot for running, logging and redacting the log line.
+        let snapshot = self.executor.snapshot();
+        let mut outcome = self
+            .executor
+            .run_batch_on(snapshot.clone(), vec![call], options)
+            .await;
+        let result = outcome.results.remove(0);
         let elapsed = started.elapsed();
         self.metrics.record_call(&result, elapsed);
         self.log
-            .record(&self.policy(), &result, &arguments, elapsed);
+            .record(&snapshot.policy, &result, &arguments, elapsed);
         result
     }
 

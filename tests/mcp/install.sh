@@ -4,7 +4,12 @@
 # package-lock.json) the Inspector CLI, the conformance suite and Node 22.
 set -euo pipefail
 cd "$(dirname "$0")"
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore mcp==2.3.0
+# The Python SDK goes into a venv of its own (tests/mcp/.venv), so running
+# the tests never changes the machine's Python.
+if ! .venv/bin/python -c 'import importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
+  python3 -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check mcp==2.3.0
+fi
 # `npm install` installs what package-lock.json pins (`npm ci` refuses this
 # lock over an optional Windows-only dependency npm leaves out of it). Only
 # node@22's install script runs (package.json's allowScripts): it links the

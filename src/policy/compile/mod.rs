@@ -8,6 +8,7 @@
 
 mod limits;
 mod manifests;
+mod redact;
 
 use limits::compile_limits;
 use manifests::compile_tools;
@@ -19,7 +20,6 @@ use serde_json::Value;
 
 use super::commands::{CommandRule, CommandRules};
 use super::paths::{GlobList, PathRules, RootSet};
-use super::redact::{LazyRedactor, RedactRuleSpec};
 use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
 use super::shell::CommandPattern;
 use super::tools::{ToolInfo, ToolSet};
@@ -45,7 +45,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPoli
     let paths = c.paths(&loaded.layers);
     let commands = c.commands(&loaded.layers);
     let rules = c.rules(&loaded.layers);
-    let redactor = c.redactor(&loaded.layers);
+    let redaction = redact::compile(&loaded.layers, &mut c.diags);
     let terminate_tools = c.terminate(&loaded.layers);
     let limits = compile_limits(&loaded.layers, &mut c.diags);
     let unknown_tools = loaded
@@ -56,13 +56,17 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPoli
         .unwrap_or(UnknownToolDecision::Ask);
     let Compiler { diags, mut tools } = c;
     // A redactor is missing only when its rules failed, which was reported.
-    let (true, Some(redactor)) = (diags.is_empty(), redactor) else {
+    let (true, Some(redactor)) = (diags.is_empty(), redaction.redactor) else {
         return Err(diags);
     };
     tools.active = active;
     Ok(CompiledPolicy {
-        version: version_hash(loaded),
-        files: loaded.file_names(),
+        version: version_hash(loaded, &redaction.sources),
+        files: loaded
+            .file_names()
+            .into_iter()
+            .chain(redaction.files.iter().cloned())
+            .collect(),
         tools,
         paths,
         commands,
@@ -71,6 +75,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPoli
         terminate_tools,
         redactor,
         limits,
+        warnings: Diagnostics(redaction.warnings),
     })
 }
 
@@ -85,7 +90,7 @@ fn unknown_strictness(u: UnknownToolDecision) -> u8 {
 
 /// FNV-1a over every file's name and text: stable, dependency-free, and
 /// enough to tell policy versions apart in logs.
-fn version_hash(loaded: &Loaded) -> String {
+fn version_hash(loaded: &Loaded, imported: &[String]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut feed = |bytes: &[u8]| {
         for b in bytes {
@@ -102,6 +107,10 @@ fn version_hash(loaded: &Loaded) -> String {
     for m in &loaded.manifests {
         feed(m.file.name.as_bytes());
         feed(m.file.text.as_bytes());
+    }
+    // Imported gitleaks files change what the policy does too.
+    for text in imported {
+        feed(text.as_bytes());
     }
     format!("{h:016x}")
 }
@@ -437,59 +446,6 @@ impl Compiler {
             }
         }
         out
-    }
-
-    fn redactor(&mut self, layers: &[PolicyLayer]) -> Option<LazyRedactor> {
-        let mut defaults = false;
-        let mut specs = Vec::new();
-        let mut origin: Vec<(usize, usize)> = Vec::new();
-        for (li, layer) in layers.iter().enumerate() {
-            let Some(r) = &layer.policy.redact else {
-                continue;
-            };
-            defaults |= r.defaults.unwrap_or(false);
-            for (i, rule) in r.rules.iter().enumerate() {
-                specs.push(RedactRuleSpec {
-                    id: rule.id.clone(),
-                    regex: rule.regex.clone(),
-                    keywords: rule.keywords.iter().map(|k| k.to_lowercase()).collect(),
-                    secret_group: rule.secret_group,
-                });
-                origin.push((li, i));
-            }
-            if !r.gitleaks.is_empty() {
-                self.err(
-                    layer,
-                    "redact.gitleaks",
-                    "gitleaks config import is not supported by this version of toolgate",
-                    "remove `redact.gitleaks`, or copy the rules you need into `redact.rules`",
-                );
-            }
-        }
-        match LazyRedactor::new(defaults, specs.clone()) {
-            Ok(r) => Some(r),
-            Err(errors) => {
-                for e in errors {
-                    match specs.iter().position(|s| s.id == e.id) {
-                        Some(k) => {
-                            let (li, i) = origin[k];
-                            self.err(
-                                &layers[li],
-                                &format!("redact.rules.{i}"),
-                                format!("redaction rule `{}`: {}", e.id, e.message),
-                                "fix the rule's regex, keywords or secret_group",
-                            );
-                        }
-                        None => self.diags.push(Diagnostic::new(
-                            "<embedded>",
-                            Position::default(),
-                            format!("built-in redaction rule `{}`: {}", e.id, e.message),
-                        )),
-                    }
-                }
-                None
-            }
-        }
     }
 
     fn terminate(&mut self, layers: &[PolicyLayer]) -> Vec<String> {

@@ -92,13 +92,96 @@ fn chained_overlaps_become_one_redaction() {
 }
 
 #[test]
-fn keyword_absent_means_the_regex_does_not_run() {
-    let r = Redactor::compile(false, &[rule("gated", r"secret\d+", &["zzz"], 0)]).unwrap();
+fn a_match_counts_only_with_one_of_its_keywords() {
+    let r = Redactor::compile(
+        false,
+        &[rule("gated", r"(?:(?i)zzz )?secret\d+", &["zzz"], 0)],
+    )
+    .unwrap();
     assert!(matches!(r.redact("secret123"), Cow::Borrowed(_)));
     assert!(r.matching_rules("secret123").is_empty());
-    assert_eq!(r.redact("zzz secret123"), "zzz [REDACTED:gated]");
+    // A keyword elsewhere in the text does not make a match that lacks it count.
+    assert!(matches!(r.redact("zzz\nsecret123"), Cow::Borrowed(_)));
+    assert_eq!(r.redact("zzz secret123"), "[REDACTED:gated]");
     // Keywords ignore ASCII case, like most secret formats' context does.
-    assert_eq!(r.redact("ZzZ secret123"), "ZzZ [REDACTED:gated]");
+    assert_eq!(r.redact("a ZzZ secret123"), "a [REDACTED:gated]");
+}
+
+#[test]
+fn entropy_threshold_and_allowlists() {
+    let mut spec = rule("hex", r"key=([0-9a-f]{16})", &["key="], 1);
+    spec.entropy = Some(3.0);
+    spec.allowlists = vec![AllowlistSpec {
+        stopwords: vec!["dead".into()],
+        ..AllowlistSpec::default()
+    }];
+    let global = AllowlistSpec {
+        regexes: vec!["^0123".into()],
+        ..AllowlistSpec::default()
+    };
+    let r = Redactor::compile_with(false, &[spec], &[global]).unwrap();
+    assert_eq!(r.redact("key=9f86d081884c7d65"), "key=[REDACTED:hex]");
+    // Low entropy: a repeated pattern is not a key.
+    assert!(matches!(r.redact("key=abababababababab"), Cow::Borrowed(_)));
+    // Stopword (per rule) and regex (global) allowlists.
+    assert!(matches!(r.redact("key=9f86deadd081884c"), Cow::Borrowed(_)));
+    assert!(matches!(r.redact("key=0123f86d081884c7"), Cow::Borrowed(_)));
+}
+
+#[test]
+fn allowlist_on_the_whole_match_and_require_all() {
+    let mut spec = rule("pw", r"(?:pass|test)=(\w{8})", &["pass=", "test="], 1);
+    spec.allowlists = vec![AllowlistSpec {
+        regexes: vec!["^test=".into()],
+        target: AllowTarget::Match,
+        ..AllowlistSpec::default()
+    }];
+    let r = Redactor::compile(false, &[spec.clone()]).unwrap();
+    assert_eq!(r.redact("pass=abcdefgh"), "pass=[REDACTED:pw]");
+    assert_eq!(r.redact("test=abcdefgh"), "test=abcdefgh");
+    spec.allowlists = vec![AllowlistSpec {
+        regexes: vec!["^abc".into()],
+        stopwords: vec!["xyz".into()],
+        require_all: true,
+        ..AllowlistSpec::default()
+    }];
+    let r = Redactor::compile(false, &[spec]).unwrap();
+    assert_eq!(r.redact("pass=abcdefgh"), "pass=[REDACTED:pw]");
+    assert_eq!(r.redact("pass=abcxyzgh"), "pass=abcxyzgh");
+}
+
+#[test]
+fn first_non_empty_group_is_the_secret() {
+    let mut spec = rule("alt", r"(?:a=(\d{4})|b=([a-z]{4}))", &["a=", "b="], 0);
+    spec.secret_group = SecretGroup::FirstNonEmpty;
+    let r = Redactor::compile(false, &[spec]).unwrap();
+    assert_eq!(
+        r.redact("a=1234 b=wxyz"),
+        "a=[REDACTED:alt] b=[REDACTED:alt]"
+    );
+}
+
+#[test]
+fn redact_json_reaches_every_string_and_key() {
+    let ghp = format!("ghp_{}", gen(ALNUM, 36, 1));
+    let mut v = serde_json::json!({
+        "path": "a.txt",
+        "nested": [1, true, null, {"token": ghp}],
+        ghp.clone(): "key holds a token",
+    });
+    assert!(defaults().redact_json(&mut v));
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "path": "a.txt",
+            "nested": [1, true, null, {"token": "[REDACTED:github-pat]"}],
+            "[REDACTED:github-pat]": "key holds a token",
+        })
+    );
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["path", "nested", "[REDACTED:github-pat]"]);
+    let mut clean = serde_json::json!({"a": ["b", 1]});
+    assert!(!defaults().redact_json(&mut clean));
 }
 
 #[test]
@@ -156,19 +239,44 @@ fn error_bad_regex_is_one_line() {
     let errors = compile_errors(&[rule("bad", r"(abc", &[], 0)]);
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].id, "bad");
-    assert_eq!(errors[0].message, "invalid regex: unclosed group");
+    assert_eq!(
+        errors[0].message,
+        "invalid regex: unclosed group (at `(abc`)"
+    );
 }
 
 #[test]
 fn error_regex_too_large() {
-    let errors = compile_errors(&[rule("huge", r"\w{2000}", &[], 0)]);
+    // Any character is up to four bytes: 8000 bytes is over the match limit.
+    let errors = compile_errors(&[rule("huge", r".{2000}", &[], 0)]);
     assert_eq!(
         errors,
         vec![RedactRuleError {
             id: "huge".into(),
-            message: "regex is too large; simplify it".into()
+            message: "regex is too large; simplify it (a match can be 8000 bytes long, the limit is 4096)".into()
         }]
     );
+}
+
+#[test]
+fn unbounded_repetitions_are_capped() {
+    let r = Redactor::compile(false, &[rule("tok", r"tok_[a-z]+", &["tok_"], 0)]).unwrap();
+    assert_eq!(r.redact("a tok_abc b"), "a [REDACTED:tok] b");
+    // Past the cap (256), the rest of an absurdly long token stays.
+    let long = format!("tok_{}", "a".repeat(300));
+    assert_eq!(
+        r.redact(&long),
+        format!("[REDACTED:tok]{}", "a".repeat(300 - 256))
+    );
+}
+
+#[test]
+fn perl_classes_are_ascii() {
+    let r = Redactor::compile(false, &[rule("w", r"id=\w{4}\b", &["id="], 0)]).unwrap();
+    assert_eq!(r.redact("id=abcd"), "[REDACTED:w]");
+    // `é` is not a word character here (as in Go), so `\b` holds before it.
+    assert_eq!(r.redact("id=abcdé"), "[REDACTED:w]é");
+    assert!(matches!(r.redact("id=abcé"), Cow::Borrowed(_)));
 }
 
 #[test]

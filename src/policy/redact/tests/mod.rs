@@ -6,6 +6,9 @@ use std::sync::OnceLock;
 
 mod builtin;
 mod engine;
+mod generated;
+mod gitleaks;
+mod streaming;
 
 // Secrets are assembled from parts at run time: a literal that looks like a
 // real token would trip secret scanners (GitHub push protection) on this file.

@@ -1,0 +1,212 @@
+//! The keyword prefilter: one pass over the text that says where each rule's
+//! keywords occur, so a rule's regex runs only near them.
+//!
+//! Two stages. A trigram sieve looks at eight positions at a time, hashing
+//! the (ASCII-case-folded) three bytes at each into a 16 K-slot table of
+//! keyword beginnings; almost all of a clean text is rejected there, with no
+//! per-byte state to carry. At the few positions it lets through, an
+//! Aho-Corasick automaton (leftmost-longest, ASCII case-insensitive) runs
+//! anchored and names the keyword starting there exactly, usually failing
+//! after a byte or two. The sieve needs keywords of three bytes or more; a set
+//! with a shorter one runs the automaton unanchored over the whole text.
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind, StartKind};
+
+/// Positions the sieve checks per step.
+const BLOCK: usize = 8;
+/// Bytes a step reads: a trigram at each of the [`BLOCK`] positions.
+const BLOCK_READ: usize = BLOCK + 3;
+/// Slots in the sieve's table: a byte each, 16 KB, so it stays in L1.
+const TABLE_SLOTS: usize = 1 << 14;
+
+/// Where keywords occur, and which rules each one wakes.
+pub(super) struct Keywords {
+    automaton: AhoCorasick,
+    /// Per automaton pattern: the rules to run when it is the longest keyword
+    /// at a position (its own rules and those of keywords that are prefixes
+    /// of it, which start at the same place).
+    rules: Vec<Vec<u32>>,
+    /// Longest keyword, in bytes.
+    max_len: usize,
+    /// The trigram table, when every keyword has three bytes or more.
+    sieve: Option<Box<[u8; TABLE_SLOTS]>>,
+    /// The same keyword beginnings under a second hash, to weed out most
+    /// of the first table's collisions before the automaton runs.
+    sieve2: Box<[u8; TABLE_SLOTS]>,
+}
+
+impl Keywords {
+    /// Builds the prefilter from each rule's lower-cased keywords; `None`
+    /// when no rule has any.
+    pub fn new<'a>(
+        per_rule: impl Iterator<Item = (u32, &'a [Box<[u8]>])>,
+    ) -> Result<Option<Keywords>, String> {
+        let mut patterns: Vec<Vec<u8>> = Vec::new();
+        let mut own: Vec<Vec<u32>> = Vec::new();
+        for (rule, keywords) in per_rule {
+            for k in keywords {
+                let k = k.to_ascii_lowercase();
+                let i = match patterns.iter().position(|p| *p == k) {
+                    Some(i) => i,
+                    None => {
+                        patterns.push(k);
+                        own.push(Vec::new());
+                        patterns.len() - 1
+                    }
+                };
+                if !own[i].contains(&rule) {
+                    own[i].push(rule);
+                }
+            }
+        }
+        if patterns.is_empty() {
+            return Ok(None);
+        }
+        let rules = patterns
+            .iter()
+            .map(|p| {
+                let mut rules: Vec<u32> = patterns
+                    .iter()
+                    .zip(&own)
+                    .filter(|(q, _)| p.starts_with(q))
+                    .flat_map(|(_, r)| r.iter().copied())
+                    .collect();
+                rules.sort_unstable();
+                rules.dedup();
+                rules
+            })
+            .collect();
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(AhoCorasickKind::DFA))
+            .start_kind(StartKind::Both)
+            .build(&patterns)
+            .or_else(|_| {
+                // Too many states for a DFA: the NFA is slower but has no such limit.
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .start_kind(StartKind::Both)
+                    .build(&patterns)
+            })
+            .map_err(|e| format!("the keywords of all rules together are too many: {e}"))?;
+        let mut sieve2 = Box::new([0u8; TABLE_SLOTS]);
+        let sieve = patterns.iter().all(|p| p.len() >= 3).then(|| {
+            let mut table = Box::new([0u8; TABLE_SLOTS]);
+            for p in &patterns {
+                let tri = u32::from_le_bytes([p[0], p[1], p[2], 0]) | 0x0020_2020;
+                table[slot(tri)] = 1;
+                sieve2[slot2(tri)] = 1;
+            }
+            table
+        });
+        Ok(Some(Keywords {
+            automaton,
+            max_len: patterns.iter().map(Vec::len).max().unwrap_or(0),
+            rules,
+            sieve,
+            sieve2,
+        }))
+    }
+
+    /// Longest keyword in bytes: how far a keyword starting before a point
+    /// can reach past it.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Calls `found(position, rules)` for every position in `from..to` where
+    /// a keyword starts, in order. `hay` must reach `max_len() - 1` bytes
+    /// past `to` (or end there), so the keywords starting before `to` can be
+    /// read whole.
+    pub fn scan(&self, hay: &[u8], from: usize, to: usize, mut found: impl FnMut(usize, &[u32])) {
+        let Some(table) = &self.sieve else {
+            self.exact(hay, from, to, &mut found);
+            return;
+        };
+        let end = hay
+            .len()
+            .min(to.saturating_add(self.max_len).saturating_sub(1));
+        let verify_hay = &hay[..end.max(from)];
+        let mut at = from;
+        while at < to {
+            if at + BLOCK > to || at + BLOCK_READ > hay.len() {
+                self.exact(hay, at, to, &mut found);
+                return;
+            }
+            let mut candidates = block_candidates(hay, at, table);
+            while candidates != 0 {
+                let pos = at + candidates.trailing_zeros() as usize;
+                candidates &= candidates - 1;
+                let tri = u32::from_le_bytes([hay[pos], hay[pos + 1], hay[pos + 2], 0]);
+                if self.sieve2[slot2(tri | 0x0020_2020)] == 0 {
+                    continue;
+                }
+                let input = Input::new(verify_hay).range(pos..).anchored(Anchored::Yes);
+                if let Some(m) = self.automaton.find(input) {
+                    found(pos, &self.rules[m.pattern().as_usize()]);
+                }
+            }
+            at += BLOCK;
+        }
+    }
+
+    /// The automaton over the keyword starts in `from..to`.
+    fn exact(&self, hay: &[u8], from: usize, to: usize, found: &mut impl FnMut(usize, &[u32])) {
+        let end = hay
+            .len()
+            .min(to.saturating_add(self.max_len).saturating_sub(1));
+        let hay = &hay[..end.max(from)];
+        let mut at = from;
+        while at < to {
+            let Some(m) = self.automaton.find(Input::new(hay).range(at..)) else {
+                return;
+            };
+            if m.start() >= to {
+                return;
+            }
+            found(m.start(), &self.rules[m.pattern().as_usize()]);
+            // Restart one byte on, not at the match end: keywords inside this
+            // one (`sk` in `task_sk_live_`) must be found too.
+            at = m.start() + 1;
+        }
+    }
+}
+
+fn slot(folded: u32) -> usize {
+    (folded.wrapping_mul(0x9E37_79B1) >> 18) as usize
+}
+
+fn slot2(folded: u32) -> usize {
+    (folded.wrapping_mul(0x85EB_CA6B) >> 18) as usize
+}
+
+/// Which of the [`BLOCK`] positions from `at` a keyword may start at, as
+/// bits. Setting bit 5 folds ASCII case (and maps a few punctuation pairs
+/// onto each other, which only lets a little more through).
+#[inline(always)]
+fn block_candidates(hay: &[u8], at: usize, table: &[u8; TABLE_SLOTS]) -> u32 {
+    // One bounds check for the block; the loads below are then unchecked.
+    let w: &[u8; BLOCK_READ] = hay[at..at + BLOCK_READ]
+        .try_into()
+        .expect("BLOCK_READ bytes");
+    let look = |j: usize| {
+        let quad = u32::from_le_bytes([w[j], w[j + 1], w[j + 2], w[j + 3]]);
+        table[slot((quad | 0x2020_2020) & 0x00FF_FFFF)]
+    };
+    // Nearly every block has no candidate: test that first, without
+    // assembling the positions.
+    let mut any = 0u8;
+    for j in 0..BLOCK {
+        any |= look(j);
+    }
+    if any == 0 {
+        return 0;
+    }
+    let mut bits = 0u32;
+    for j in 0..BLOCK {
+        bits |= u32::from(look(j)) << j;
+    }
+    bits
+}

@@ -1,0 +1,470 @@
+//! Rule specs as policies and gitleaks files declare them, and their
+//! compilation into bounded regexes with secret groups, entropy thresholds and
+//! allowlists.
+//!
+//! Every compiled regex has a known longest match. That bound is what lets the
+//! scanner run a rule only in a window around its keyword hits, and lets a
+//! stream hold back a fixed amount of text: repetitions without an upper
+//! bound (`+`, `*`, `{n,}`) are capped at compile time (see [`MAX_MATCH_LEN`]).
+
+use regex_automata::meta;
+use regex_syntax::hir::{Hir, HirKind};
+
+use super::entropy::shannon_entropy;
+use super::syntax::ascii_perl_classes;
+
+/// The longest match any rule may have, in bytes. It bounds the window a rule
+/// runs in around a keyword and the text a stream holds back.
+pub const MAX_MATCH_LEN: usize = 4096;
+
+/// What an unbounded repetition is capped at, tried in order until the whole
+/// regex fits [`MAX_MATCH_LEN`] and its automaton the size limit. A secret
+/// longer than the cap is redacted up to the cap.
+const REPETITION_CAPS: &[u32] = &[256, 64, 16];
+
+/// Rule regexes are written by people and loaded at runtime; this caps the
+/// memory one rule can take, compiled and in the lazy DFA's cache.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// Regex syntax errors can run to several lines; a diagnostic stays on one.
+const MAX_ERROR_MESSAGE_LEN: usize = 200;
+
+/// Which part of a match is the secret, replaced by `[REDACTED:id]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SecretGroup {
+    /// The whole match.
+    #[default]
+    Whole,
+    /// This capture group (1-based); the rest of the match stays as context.
+    Index(usize),
+    /// The first capture group that matched something, else the whole match
+    /// (gitleaks' behaviour when `secretGroup` is not set).
+    FirstNonEmpty,
+}
+
+impl From<usize> for SecretGroup {
+    fn from(n: usize) -> Self {
+        if n == 0 {
+            SecretGroup::Whole
+        } else {
+            SecretGroup::Index(n)
+        }
+    }
+}
+
+/// What an allowlist's regexes are matched against.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AllowTarget {
+    /// The secret (the capture group, or the whole match).
+    #[default]
+    Secret,
+    /// The whole match, context included.
+    Match,
+}
+
+/// Findings that are not secrets: a finding is dropped when the allowlist applies.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AllowlistSpec {
+    /// Regexes (regex-crate syntax); one matching anywhere in the target applies.
+    pub regexes: Vec<String>,
+    /// Words; the secret containing one (ignoring ASCII case) applies.
+    pub stopwords: Vec<String>,
+    /// What `regexes` are matched against.
+    pub target: AllowTarget,
+    /// `true`: every kind of check given must apply (gitleaks `condition = "AND"`);
+    /// `false`: any one of them.
+    pub require_all: bool,
+}
+
+impl AllowlistSpec {
+    /// Whether the allowlist compiles: its regexes, its stopwords.
+    pub fn check(&self) -> Result<(), String> {
+        Allowlist::compile(self).map(|_| ())
+    }
+}
+
+/// How a block-shaped secret continues after its opening match (a private
+/// key's body after its `BEGIN` line). The body is taken piece by piece, so a
+/// block of any length streams in constant memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Continuation {
+    /// One piece of the body, matched anchored where the previous piece ended.
+    pub piece: String,
+    /// The closing line, tried before each piece; it ends the block.
+    pub footer: String,
+}
+
+/// One redaction rule as a policy, a gitleaks file or the built-in set declares it.
+///
+/// Regexes are in the `regex` crate's syntax with ASCII-only `\d`, `\w`, `\s`
+/// and `\b` (see [`super::syntax`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RedactRuleSpec {
+    /// Identifier shown in the replacement text `[REDACTED:id]`; unique within a set.
+    pub id: String,
+    /// The pattern to redact, in the syntax of the `regex` crate.
+    pub regex: String,
+    /// Lower-cased literal strings, at least one of which a match must contain
+    /// (ignoring ASCII case): the rule runs only near them. Empty: the regex
+    /// runs over all text.
+    pub keywords: Vec<String>,
+    /// Which part of a match is replaced; the rest stays, e.g. `password=`.
+    pub secret_group: SecretGroup,
+    /// Minimum Shannon entropy (bits per character) of the secret; a lower one is not redacted.
+    pub entropy: Option<f64>,
+    /// Findings that are not secrets.
+    pub allowlists: Vec<AllowlistSpec>,
+    /// For block-shaped secrets: how the block goes on after the match.
+    pub continuation: Option<Continuation>,
+}
+
+/// Why a rule could not be compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedactRuleError {
+    /// Id of the offending rule, as written in the policy.
+    pub id: String,
+    /// What is wrong, phrased for the person who wrote the rule.
+    pub message: String,
+}
+
+/// A regex after the checks: its HIR and the repetition caps that keep its
+/// matches within [`MAX_MATCH_LEN`].
+pub(super) struct Analyzed {
+    hir: Hir,
+    /// Index into [`REPETITION_CAPS`] of the largest cap that fits.
+    cap: usize,
+}
+
+/// Parses and checks `pattern` without compiling it: syntax, empty matches,
+/// the secret group, and the length bound. Cheap enough for every load.
+pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, String> {
+    if pattern.is_empty() {
+        return Err("regex is empty".to_string());
+    }
+    let pattern = ascii_perl_classes(pattern).map_err(|e| format!("invalid regex: {e}"))?;
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&pattern)
+        .map_err(|e| format!("invalid regex: {}", syntax_summary(&e.to_string())))?;
+    let props = hir.properties();
+    if props.minimum_len() == Some(0) {
+        return Err("regex matches the empty string (it would redact everywhere)".to_string());
+    }
+    let groups = props.explicit_captures_len();
+    if let SecretGroup::Index(n) = group {
+        if n > groups {
+            return Err(format!(
+                "secret_group {n} does not exist: the regex has {groups} capture group{}",
+                if groups == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    for (cap, &limit) in REPETITION_CAPS.iter().enumerate() {
+        let capped = cap_repetitions(hir.clone(), limit);
+        if capped
+            .properties()
+            .maximum_len()
+            .is_some_and(|n| n <= MAX_MATCH_LEN)
+        {
+            return Ok(Analyzed { hir, cap });
+        }
+    }
+    let longest = cap_repetitions(hir, REPETITION_CAPS[REPETITION_CAPS.len() - 1])
+        .properties()
+        .maximum_len()
+        .unwrap_or(usize::MAX);
+    Err(format!(
+        "regex is too large; simplify it (a match can be {longest} bytes long, the limit is {MAX_MATCH_LEN})"
+    ))
+}
+
+/// Compiles an analyzed regex with the largest repetition cap whose automaton
+/// fits the size limit; returns it with its longest match.
+pub(super) fn build(analyzed: &Analyzed) -> Result<(meta::Regex, usize), String> {
+    let mut last = String::new();
+    for &limit in &REPETITION_CAPS[analyzed.cap..] {
+        let capped = cap_repetitions(analyzed.hir.clone(), limit);
+        let max_len = capped.properties().maximum_len().unwrap_or(usize::MAX);
+        let built = meta::Builder::new()
+            .configure(
+                meta::Config::new()
+                    .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                    .dfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                    .onepass_size_limit(Some(REGEX_SIZE_LIMIT))
+                    .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
+            )
+            .build_from_hir(&capped);
+        match built {
+            Ok(regex) => return Ok((regex, max_len)),
+            // A smaller cap makes a smaller automaton: `.{0,256}` is big.
+            Err(e) if e.size_limit().is_some() => {
+                last = "regex is too large; simplify it".to_string();
+            }
+            Err(e) => return Err(format!("invalid regex: {}", syntax_summary(&e.to_string()))),
+        }
+    }
+    Err(last)
+}
+
+/// Rewrites `x*`, `x+` and `x{n,}` as `x{0,cap}`, `x{1,cap}` and `x{n,max(n,cap)}`.
+fn cap_repetitions(hir: Hir, cap: u32) -> Hir {
+    match hir.into_kind() {
+        HirKind::Repetition(mut rep) => {
+            rep.sub = Box::new(cap_repetitions(*rep.sub, cap));
+            if rep.max.is_none() {
+                rep.max = Some(rep.min.max(cap));
+            }
+            Hir::repetition(rep)
+        }
+        HirKind::Capture(mut c) => {
+            c.sub = Box::new(cap_repetitions(*c.sub, cap));
+            Hir::capture(c)
+        }
+        HirKind::Concat(subs) => {
+            Hir::concat(subs.into_iter().map(|h| cap_repetitions(h, cap)).collect())
+        }
+        HirKind::Alternation(subs) => {
+            Hir::alternation(subs.into_iter().map(|h| cap_repetitions(h, cap)).collect())
+        }
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(lit) => Hir::literal(lit.0),
+        HirKind::Class(class) => Hir::class(class),
+        HirKind::Look(look) => Hir::look(look),
+    }
+}
+
+/// The regex crate prints the pattern with a caret under the error and the
+/// reason on a line starting `error:`; a one-line diagnostic needs the reason.
+pub(super) fn syntax_summary(detail: &str) -> String {
+    let reason = detail
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("error:"))
+        .or_else(|| {
+            detail
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with("regex parse error"))
+        })
+        .unwrap_or("unknown error")
+        .trim();
+    if reason.len() <= MAX_ERROR_MESSAGE_LEN {
+        return reason.to_string();
+    }
+    let mut cut = MAX_ERROR_MESSAGE_LEN;
+    while !reason.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &reason[..cut])
+}
+
+/// A compiled allowlist.
+pub(super) struct Allowlist {
+    regexes: Vec<regex::Regex>,
+    stopwords: Vec<String>,
+    target: AllowTarget,
+    require_all: bool,
+}
+
+impl Allowlist {
+    fn compile(spec: &AllowlistSpec) -> Result<Allowlist, String> {
+        let mut regexes = Vec::new();
+        for r in &spec.regexes {
+            let ascii = ascii_perl_classes(r).map_err(|e| format!("allowlist regex `{r}`: {e}"))?;
+            let re = regex::RegexBuilder::new(&ascii)
+                .size_limit(REGEX_SIZE_LIMIT)
+                .dfa_size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .map_err(|e| {
+                    format!("allowlist regex `{r}`: {}", syntax_summary(&e.to_string()))
+                })?;
+            regexes.push(re);
+        }
+        if spec.stopwords.iter().any(String::is_empty) {
+            return Err("allowlist stopwords must not be empty strings".to_string());
+        }
+        Ok(Allowlist {
+            regexes,
+            stopwords: spec.stopwords.iter().map(|w| w.to_lowercase()).collect(),
+            target: spec.target,
+            require_all: spec.require_all,
+        })
+    }
+
+    /// Whether the finding is allowed (not a secret).
+    fn allows(&self, secret: &str, whole: &str) -> bool {
+        let target = match self.target {
+            AllowTarget::Secret => secret,
+            AllowTarget::Match => whole,
+        };
+        let regex_hit = || self.regexes.iter().any(|r| r.is_match(target));
+        let stop_hit = || {
+            let lower = secret.to_lowercase();
+            self.stopwords.iter().any(|w| lower.contains(w.as_str()))
+        };
+        let (has_regex, has_stop) = (!self.regexes.is_empty(), !self.stopwords.is_empty());
+        if self.require_all {
+            (has_regex || has_stop) && (!has_regex || regex_hit()) && (!has_stop || stop_hit())
+        } else {
+            (has_regex && regex_hit()) || (has_stop && stop_hit())
+        }
+    }
+}
+
+/// A block's body matchers.
+pub(super) struct CompiledBlock {
+    pub piece: meta::Regex,
+    pub piece_max: usize,
+    pub footer: meta::Regex,
+    pub footer_max: usize,
+}
+
+/// One rule, ready to run.
+pub(super) struct CompiledRule {
+    pub id: String,
+    pub regex: meta::Regex,
+    /// Longest match in bytes: the half-width of the window around a keyword.
+    pub max_len: usize,
+    /// Lower-cased; a match must contain one. Empty: the rule runs everywhere.
+    pub keywords: Vec<Box<[u8]>>,
+    pub group: SecretGroup,
+    pub entropy: Option<f64>,
+    pub allowlists: Vec<Allowlist>,
+    pub block: Option<CompiledBlock>,
+}
+
+/// The checks that need no Unicode tables: syntax (the features the `regex`
+/// crate lacks), keywords, entropy and the secret group's existence. A few
+/// microseconds per rule, so a load can afford it for a whole gitleaks file;
+/// [`check_rule`] adds the rest when the rule is compiled.
+pub(super) fn check_syntax(spec: &RedactRuleSpec) -> Result<(), String> {
+    if spec.regex.is_empty() {
+        return Err("regex is empty".to_string());
+    }
+    check_fields(spec)?;
+    let groups =
+        super::syntax::capture_groups(&spec.regex).map_err(|e| format!("invalid regex: {e}"))?;
+    if let SecretGroup::Index(n) = spec.secret_group {
+        if n > groups {
+            return Err(format!(
+                "secret_group {n} does not exist: the regex has {groups} capture group{}",
+                if groups == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_fields(spec: &RedactRuleSpec) -> Result<(), String> {
+    if spec.keywords.iter().any(|k| k.is_empty()) {
+        return Err("keywords must not be empty strings".to_string());
+    }
+    if let Some(e) = spec.entropy {
+        if !(0.0..=8.0).contains(&e) {
+            return Err(format!(
+                "entropy {e} is out of range: Shannon entropy per character is between 0 and 8"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a spec as far as that is cheap (everything but building the
+/// automata), returning the analysis for [`compile_rule`].
+pub(super) fn check_rule(spec: &RedactRuleSpec) -> Result<Analyzed, String> {
+    check_fields(spec)?;
+    analyze(&spec.regex, spec.secret_group)
+}
+
+/// Compiles one rule; `analyzed` comes from [`check_rule`] on the same spec.
+pub(super) fn compile_rule(
+    spec: &RedactRuleSpec,
+    analyzed: &Analyzed,
+    extra_allowlists: &[AllowlistSpec],
+) -> Result<CompiledRule, String> {
+    let (regex, max_len) = build(analyzed)?;
+    let mut allowlists = Vec::new();
+    for a in spec.allowlists.iter().chain(extra_allowlists) {
+        allowlists.push(Allowlist::compile(a)?);
+    }
+    let block = match &spec.continuation {
+        None => None,
+        Some(c) => {
+            let (piece, piece_max) = build(&analyze(&c.piece, SecretGroup::Whole)?)?;
+            let (footer, footer_max) = build(&analyze(&c.footer, SecretGroup::Whole)?)?;
+            Some(CompiledBlock {
+                piece,
+                piece_max,
+                footer,
+                footer_max,
+            })
+        }
+    };
+    Ok(CompiledRule {
+        id: spec.id.clone(),
+        regex,
+        max_len,
+        keywords: spec
+            .keywords
+            .iter()
+            .map(|k| k.to_ascii_lowercase().into_bytes().into_boxed_slice())
+            .collect(),
+        group: spec.secret_group,
+        entropy: spec.entropy,
+        allowlists,
+        block,
+    })
+}
+
+impl CompiledRule {
+    /// Whether the match `[start, end)` of `text` counts, and if so the
+    /// secret's range within it. `groups` are the capture groups' ranges
+    /// (index 0 = group 1), when the rule needs them.
+    pub fn secret(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        groups: &[Option<(usize, usize)>],
+    ) -> Option<(usize, usize)> {
+        let whole = &text[start..end];
+        if !self.keywords.is_empty() && !contains_keyword(whole.as_bytes(), &self.keywords) {
+            return None;
+        }
+        let (s, e) = match self.group {
+            SecretGroup::Whole => (start, end),
+            SecretGroup::Index(n) => groups.get(n - 1).copied().flatten()?,
+            SecretGroup::FirstNonEmpty => groups
+                .iter()
+                .flatten()
+                .copied()
+                .find(|(s, e)| s < e)
+                .unwrap_or((start, end)),
+        };
+        // An optional group can capture nothing; a marker there would only garble.
+        if s >= e {
+            return None;
+        }
+        let secret = &text[s..e];
+        if let Some(min) = self.entropy {
+            if shannon_entropy(secret) <= min {
+                return None;
+            }
+        }
+        if self.allowlists.iter().any(|a| a.allows(secret, whole)) {
+            return None;
+        }
+        Some((s, e))
+    }
+
+    /// Whether the rule needs capture groups to find its secret.
+    pub fn needs_groups(&self) -> bool {
+        self.group != SecretGroup::Whole
+    }
+}
+
+/// Whether `haystack` contains one of `keywords` (lower-cased), ignoring ASCII case.
+fn contains_keyword(haystack: &[u8], keywords: &[Box<[u8]>]) -> bool {
+    keywords.iter().any(|k| {
+        k.len() <= haystack.len() && haystack.windows(k.len()).any(|w| w.eq_ignore_ascii_case(k))
+    })
+}

@@ -1,0 +1,313 @@
+//! The scanner: finds each rule's secrets in a text that may arrive in
+//! pieces, reporting a secret only once no later text can change it.
+//!
+//! Semantics, the same for a whole text and any split of it:
+//! - a keyword hit at `k` opens a window `[k - L, k + L]` for each rule
+//!   listing the keyword, where `L` is the rule's longest match; overlapping
+//!   windows of one rule merge into an interval. A rule without keywords has
+//!   one interval, the whole text;
+//! - in each interval the rule's regex runs leftmost-first, match after
+//!   match, with the text around the interval visible to `\b`, `^` and `$`;
+//! - a match counts when it contains one of the rule's keywords and its
+//!   secret passes the entropy threshold and allowlists;
+//! - a block rule (private keys) continues after its match, piece by piece,
+//!   until its footer or a piece fails.
+//!
+//! Whether a match found so far is final depends only on the next `L` bytes
+//! (a match starting at `s` ends by `s + L`), so a stream holds back that
+//! much and no more; see [`Scanner::frontier`].
+
+use std::collections::VecDeque;
+
+use regex_automata::util::captures::Captures;
+use regex_automata::{Anchored, Input};
+
+use super::rules::CompiledRule;
+use super::Redactor;
+
+/// One secret's byte range and the rule that found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Span {
+    pub start: usize,
+    pub end: usize,
+    pub rule: u32,
+    /// Continues the block span that ended exactly at `start`, so the two
+    /// become one redaction even though they only touch.
+    pub joins: bool,
+}
+
+/// More queued intervals than this and a rule searches them during the
+/// keyword scan, so a long text does not pile them up.
+const MAX_QUEUED_INTERVALS: usize = 64;
+
+#[derive(Default)]
+struct RuleState {
+    /// Intervals still to search, in order; only the last can still grow.
+    intervals: VecDeque<(usize, usize)>,
+    /// Where the rule's next match may start (the end of its last one).
+    next: usize,
+    /// Inside a block: where its next piece starts.
+    block: Option<usize>,
+    caps: Option<Captures>,
+}
+
+/// Positions are absolute: offsets into the whole text, of which the caller
+/// passes the part `buf` starting at `base`.
+pub(super) struct Scanner {
+    /// Keyword starts below this have been reported.
+    keyword_pos: usize,
+    states: Vec<RuleState>,
+    groups: Vec<Option<(usize, usize)>>,
+}
+
+/// The part of the text the scanner can see in one call.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    buf: &'a str,
+    base: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl Scanner {
+    /// A scanner at the start of a text.
+    pub fn new(r: &Redactor) -> Scanner {
+        let states = r
+            .rules
+            .iter()
+            .map(|rule| {
+                let mut s = RuleState::default();
+                if rule.keywords.is_empty() {
+                    s.intervals.push_back((0, usize::MAX));
+                }
+                s
+            })
+            .collect();
+        Scanner {
+            keyword_pos: 0,
+            states,
+            groups: Vec::new(),
+        }
+    }
+
+    /// Scans what `buf` (the text from `base` on) adds, appending every span
+    /// that is now final to `spans`. `eof`: no text follows `buf`.
+    pub fn advance(
+        &mut self,
+        r: &Redactor,
+        buf: &str,
+        base: usize,
+        eof: bool,
+        spans: &mut Vec<Span>,
+    ) {
+        let view = View {
+            buf,
+            base,
+            end: base + buf.len(),
+            eof,
+        };
+        if let Some(keywords) = &r.keywords {
+            // A keyword starting within `max_len - 1` of the end may be cut off.
+            let below = if eof {
+                view.end
+            } else {
+                view.end.saturating_sub(keywords.max_len() - 1)
+            }
+            .max(self.keyword_pos);
+            let from = self.keyword_pos - base;
+            keywords.scan(buf.as_bytes(), from, below - base, |at, rules| {
+                for &rule in rules {
+                    let rule = rule as usize;
+                    self.hit(r, rule, base + at);
+                    if self.states[rule].intervals.len() > MAX_QUEUED_INTERVALS {
+                        self.progress(r, rule, view, spans);
+                    }
+                }
+            });
+            self.keyword_pos = below;
+        }
+        for rule in 0..r.rules.len() {
+            self.progress(r, rule, view, spans);
+        }
+    }
+
+    /// The smallest position at which a span not yet reported may start.
+    /// Text before it can be emitted; text from a little before it must be kept.
+    pub fn frontier(&self, r: &Redactor, end: usize, eof: bool) -> usize {
+        if eof {
+            return end;
+        }
+        let mut frontier = end;
+        for (rule, state) in r.rules.iter().zip(&self.states) {
+            let earliest = match (state.block, state.intervals.front()) {
+                (Some(piece), _) => piece,
+                (None, Some(&(start, _))) => state.next.max(start),
+                (None, None) => state
+                    .next
+                    .max(self.keyword_pos.saturating_sub(rule.max_len)),
+            };
+            frontier = frontier.min(earliest);
+        }
+        frontier
+    }
+
+    /// Records a keyword hit of `rule` at `at`.
+    fn hit(&mut self, r: &Redactor, rule: usize, at: usize) {
+        let reach = r.rules[rule].max_len;
+        let (start, end) = (at.saturating_sub(reach), at.saturating_add(reach));
+        let intervals = &mut self.states[rule].intervals;
+        match intervals.back_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => intervals.push_back((start, end)),
+        }
+    }
+
+    /// Searches `rule`'s intervals as far as the text seen so far decides.
+    fn progress(&mut self, r: &Redactor, rule: usize, view: View<'_>, spans: &mut Vec<Span>) {
+        let compiled = &r.rules[rule];
+        let reach = compiled.max_len;
+        loop {
+            if self.states[rule].block.is_some()
+                && !self.continue_block(compiled, rule, view, spans)
+            {
+                return;
+            }
+            let state = &mut self.states[rule];
+            let Some(&(start, end)) = state.intervals.front() else {
+                return;
+            };
+            // An interval is final once no later keyword can widen it.
+            let last = state.intervals.len() == 1;
+            let is_final = view.eof
+                || !last
+                || (!compiled.keywords.is_empty() && self.keyword_pos.saturating_sub(reach) > end);
+            state.next = state.next.max(start);
+            let bound = end.min(view.end);
+            if state.next >= bound {
+                if is_final {
+                    state.intervals.pop_front();
+                    continue;
+                }
+                return;
+            }
+            let Some((m_start, m_end)) = self.search(compiled, rule, view, bound) else {
+                let state = &mut self.states[rule];
+                if is_final {
+                    state.next = bound;
+                    state.intervals.pop_front();
+                    continue;
+                }
+                state.next = state.next.max(bound.saturating_sub(reach));
+                return;
+            };
+            // A match is final when more text could not change it: it
+            // starts far enough from the end of what is known.
+            if !is_final && m_start + reach >= bound {
+                let state = &mut self.states[rule];
+                state.next = state.next.max(bound.saturating_sub(reach));
+                return;
+            }
+            let secret = compiled.secret(
+                view.buf,
+                m_start - view.base,
+                m_end - view.base,
+                &self.groups,
+            );
+            let state = &mut self.states[rule];
+            state.next = m_end;
+            if let Some((s, e)) = secret {
+                spans.push(Span {
+                    start: view.base + s,
+                    end: view.base + e,
+                    rule: rule as u32,
+                    joins: false,
+                });
+                if compiled.block.is_some() {
+                    state.block = Some(m_end);
+                }
+            }
+        }
+    }
+
+    /// The leftmost match of `rule` in `next..bound`, with its groups in
+    /// `self.groups` when the rule needs them.
+    fn search(
+        &mut self,
+        compiled: &CompiledRule,
+        rule: usize,
+        view: View<'_>,
+        bound: usize,
+    ) -> Option<(usize, usize)> {
+        let state = &mut self.states[rule];
+        let input = Input::new(view.buf.as_bytes()).span(state.next - view.base..bound - view.base);
+        if !compiled.needs_groups() {
+            let m = compiled.regex.search(&input)?;
+            return Some((view.base + m.start(), view.base + m.end()));
+        }
+        let caps = state
+            .caps
+            .get_or_insert_with(|| compiled.regex.create_captures());
+        compiled.regex.search_captures(&input, caps);
+        let m = caps.get_match()?;
+        self.groups.clear();
+        for g in 1..caps.group_len() {
+            self.groups
+                .push(caps.get_group(g).map(|s| (s.start, s.end)));
+        }
+        Some((view.base + m.start(), view.base + m.end()))
+    }
+
+    /// Takes a block's pieces as far as the text decides them. Returns
+    /// whether the block is over (searching goes on) or waits for text.
+    fn continue_block(
+        &mut self,
+        compiled: &CompiledRule,
+        rule: usize,
+        view: View<'_>,
+        spans: &mut Vec<Span>,
+    ) -> bool {
+        let Some(block) = &compiled.block else {
+            self.states[rule].block = None;
+            return true;
+        };
+        let state = &mut self.states[rule];
+        while let Some(at) = state.block {
+            let anchored = |re: &regex_automata::meta::Regex, max: usize| {
+                if !view.eof && view.end - at <= max {
+                    return Err(());
+                }
+                let input = Input::new(view.buf.as_bytes())
+                    .span(at - view.base..view.end - view.base)
+                    .anchored(Anchored::Yes);
+                Ok(re
+                    .search(&input)
+                    .map(|m| view.base + m.end())
+                    .filter(|&e| e > at))
+            };
+            let Ok(footer) = anchored(&block.footer, block.footer_max) else {
+                return false;
+            };
+            let (end, more) = match footer {
+                Some(end) => (end, false),
+                None => match anchored(&block.piece, block.piece_max) {
+                    Err(()) => return false,
+                    Ok(Some(end)) => (end, true),
+                    Ok(None) => {
+                        state.block = None;
+                        state.next = state.next.max(at);
+                        return true;
+                    }
+                },
+            };
+            spans.push(Span {
+                start: at,
+                end,
+                rule: rule as u32,
+                joins: true,
+            });
+            state.next = state.next.max(end);
+            state.block = more.then_some(end);
+        }
+        true
+    }
+}

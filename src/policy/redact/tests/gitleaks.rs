@@ -1,0 +1,210 @@
+//! Importing gitleaks configs: what runs, what is reported, and where.
+
+use super::*;
+use crate::policy::redact::gitleaks::{parse, GitleaksImport, GitleaksIssue};
+
+const CONFIG: &str = include_str!("../../../../tests/fixtures/redact/gitleaks.toml");
+
+fn import() -> GitleaksImport {
+    parse(CONFIG).expect("the fixture loads")
+}
+
+fn imported() -> Redactor {
+    Redactor::compile(false, &import().rules).expect("imported rules compile")
+}
+
+fn line_of(needle: &str) -> usize {
+    CONFIG
+        .lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in fixture")
+        + 1
+}
+
+#[test]
+fn supported_rules_are_imported_in_order() {
+    let ids: Vec<String> = import().rules.into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["acme-api-key", "acme-password", "twilio-sid"]);
+    let rules = import().rules;
+    assert_eq!(rules[1].entropy, Some(3.0));
+    assert_eq!(rules[0].secret_group, SecretGroup::FirstNonEmpty);
+    assert_eq!(rules[2].secret_group, SecretGroup::FirstNonEmpty);
+    assert_eq!(rules[2].keywords, ["sk"]);
+}
+
+#[test]
+fn unsupported_regexes_are_reported_by_rule_with_the_reason() {
+    let warnings = import().warnings;
+    let unsupported: Vec<&GitleaksIssue> = warnings.iter().filter(|w| w.unsupported).collect();
+    let ids: Vec<&str> = unsupported
+        .iter()
+        .filter_map(|w| w.rule.as_deref())
+        .collect();
+    assert_eq!(
+        ids,
+        ["lookahead-token", "backreference-quoted", "possessive-key"]
+    );
+    assert!(
+        unsupported[0].message.contains("look-around"),
+        "{:?}",
+        unsupported[0]
+    );
+    assert!(
+        unsupported[1].message.contains("backreferences"),
+        "{:?}",
+        unsupported[1]
+    );
+    assert!(
+        unsupported[2].message.contains("possessive"),
+        "{:?}",
+        unsupported[2]
+    );
+    // Each points at its rule's regex.
+    assert_eq!(unsupported[0].pos.line, line_of("tok_(?="));
+    assert_eq!(unsupported[1].pos.line, line_of("qsecret_[a-z]{10}"));
+    assert_eq!(unsupported[2].pos.line, line_of("pkey_[a-z]++"));
+    // The path-only rule is reported as not applying, not as unsupported.
+    let path_only = warnings
+        .iter()
+        .find(|w| w.rule.as_deref() == Some("pkcs12-file"))
+        .expect("pkcs12 warning");
+    assert!(!path_only.unsupported);
+    assert!(path_only.message.contains("file paths"), "{path_only:?}");
+}
+
+#[test]
+fn imported_rules_redact_with_go_semantics_and_allowlists() {
+    let r = imported();
+    let key = format!(
+        "acme_{}",
+        gen("abcdefghijklmnopqrstuvwxyz0123456789", 32, 3)
+    );
+    assert_eq!(
+        r.redact(&format!("k = {key}\n")),
+        "k = [REDACTED:acme-api-key]\n"
+    );
+    // The global allowlist (regex and stopword) lets documentation through.
+    assert!(matches!(
+        r.redact(&format!("k = acme_example{}\n", &key[13..])),
+        Cow::Borrowed(_)
+    ));
+    assert_eq!(
+        r.redact("ACME_PASSWORD = \"x7#kQ2!pL9@vR4\"\n"),
+        "ACME_PASSWORD = \"[REDACTED:acme-password]\"\n"
+    );
+    // Entropy: a repetitive value is not a secret.
+    assert!(matches!(
+        r.redact("ACME_PASSWORD = \"aaaaaaaaaaaaaa\"\n"),
+        Cow::Borrowed(_)
+    ));
+    // The rule's own allowlist, on the whole match.
+    assert!(matches!(
+        r.redact("acme_test_password = \"x7#kQ2!pL9@vR4\"\n"),
+        Cow::Borrowed(_)
+    ));
+    assert!(matches!(
+        r.redact("dummy acme password: x7#kdummypL9@vR4\n"),
+        Cow::Borrowed(_)
+    ));
+    let sid = format!("SK{}", gen(HEX, 32, 5));
+    assert_eq!(
+        r.redact(&format!("sid {sid} end")),
+        "sid [REDACTED:twilio-sid] end"
+    );
+    assert!(matches!(
+        r.redact(&format!("sid SK00000000{} end", &gen(HEX, 24, 1))),
+        Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn broken_configs_are_errors_with_positions() {
+    let err = parse("[[rules]]\nid = \"x\"\nregx = 'abc'\n").unwrap_err();
+    assert_eq!((err[0].pos.line, err[0].pos.col), (3, 1), "{err:?}");
+    assert!(err[0].message.contains("unknown field `regx`"), "{err:?}");
+
+    let err = parse("[[rules]]\nid = \"x\"\nkeywords = [\"a\"]\n").unwrap_err();
+    assert_eq!(err[0].message, "rule `x` has no `regex`");
+    assert_eq!(err[0].pos.line, 1);
+
+    let err = parse("[[rules]]\nid = \"a\"\nregex = 'a1'\n[[rules]]\nid = \"a\"\nregex = 'a2'\n")
+        .unwrap_err();
+    assert_eq!(err[0].message, "duplicate rule id `a`");
+    assert_eq!((err[0].pos.line, err[0].pos.col), (5, 6));
+
+    let err = parse("[[rules]]\nid = \"a\"\nregex = 'a1'\nsecretGroup = -1\n").unwrap_err();
+    assert_eq!(err[0].pos.line, 4);
+
+    let err = parse("rules = [\n").unwrap_err();
+    assert!(
+        err[0].message.starts_with("invalid gitleaks config:"),
+        "{err:?}"
+    );
+
+    let err = parse(
+        "[[allowlists]]\ntargetRules = [\"nope\"]\nregexes = ['x']\n[[rules]]\nid = \"a\"\nregex = 'a1'\n",
+    )
+    .unwrap_err();
+    assert!(err[0].message.contains("`nope`"), "{err:?}");
+    assert_eq!(err[0].pos.line, 2);
+
+    let err = parse("[[rules]]\nid = \"a\"\nregex = 'a1'\n[[rules.allowlists]]\ncondition = \"XOR\"\nregexes = ['x']\n").unwrap_err();
+    assert!(err[0].message.contains("`XOR`"), "{err:?}");
+}
+
+#[test]
+fn targeted_allowlists_and_and_conditions() {
+    let text = "[[allowlists]]\ntargetRules = [\"b\"]\nstopwords = [\"fake\"]\n\
+        [[rules]]\nid = \"a\"\nregex = '''tka_\\w{8}'''\nkeywords = [\"tka_\"]\n\
+        [[rules]]\nid = \"b\"\nregex = '''tkb_\\w{8}'''\nkeywords = [\"tkb_\"]\n\
+        [[rules.allowlists]]\ncondition = \"AND\"\npaths = ['''x''']\nregexes = ['''1''']\n";
+    let import = parse(text).unwrap();
+    let r = Redactor::compile(false, &import.rules).unwrap();
+    assert_eq!(r.redact("tka_fake1234"), "[REDACTED:a]");
+    assert_eq!(r.redact("tkb_fake1234"), "tkb_fake1234");
+    // `AND` with a path check can never hold for text: that allowlist is dropped.
+    assert_eq!(r.redact("tkb_abcd1234"), "[REDACTED:b]");
+    assert!(import
+        .warnings
+        .iter()
+        .any(|w| w.message.contains("`paths`")));
+}
+
+#[test]
+fn line_targets_and_extend_are_warned_about() {
+    let text = "[extend]\nuseDefault = true\n[[rules]]\nid = \"a\"\nregex = 'tka_[a-z]{4}'\nkeywords = [\"tka_\"]\n[[rules.allowlists]]\nregexTarget = \"line\"\nregexes = ['x']\n";
+    let import = parse(text).unwrap();
+    assert_eq!(import.rules.len(), 1);
+    assert!(import.rules[0].allowlists.is_empty());
+    let messages: Vec<&str> = import.warnings.iter().map(|w| w.message.as_str()).collect();
+    assert!(
+        messages[0].contains("`[extend]` is ignored"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("regexTarget = \"line\""),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn perl_classes_mean_what_they_mean_in_go() {
+    // `\w` and `\d` are ASCII in Go: `é` does not extend a token.
+    let import =
+        parse("[[rules]]\nid = \"w\"\nregex = '''tkw_\\w{4}\\b'''\nkeywords = [\"tkw_\"]\n")
+            .unwrap();
+    let r = Redactor::compile(false, &import.rules).unwrap();
+    assert_eq!(r.redact("tkw_abcd"), "[REDACTED:w]");
+    assert_eq!(r.redact("tkw_abcdé"), "[REDACTED:w]é");
+    assert_eq!(r.redact("tkw_abcé"), "tkw_abcé");
+}
+
+#[test]
+fn go_literal_braces_are_escaped() {
+    use crate::policy::redact::gitleaks::go_literal_braces;
+    assert_eq!(go_literal_braces(r"a{2}b{1,}c{3,4}"), r"a{2}b{1,}c{3,4}");
+    assert_eq!(go_literal_braces(r"\$\{\d+\}"), r"\$\{\d+\}");
+    assert_eq!(go_literal_braces(r"{{x}}-{\d+}$"), r"\{\{x}}-\{\d+}$");
+    assert_eq!(go_literal_braces(r"[{}]{2}[]{]x{"), r"[{}]{2}[]{]x\{");
+    assert_eq!(go_literal_braces(r"[[:alpha:]{]{a"), r"[[:alpha:]{]\{a");
+}

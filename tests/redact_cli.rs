@@ -1,0 +1,148 @@
+//! `toolgate check` and `toolgate redact` with gitleaks imports: warnings for
+//! rules that cannot run, errors (with positions) for broken files, and the
+//! streaming filter.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/redact")
+}
+
+fn toolgate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .current_dir(fixtures())
+        .output()
+        .expect("toolgate runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn check(policy: &str, format: &str) -> Output {
+    toolgate(&[
+        "check",
+        "--policies",
+        policy,
+        "--manifests",
+        "../../../tool-manifests",
+        "--format",
+        format,
+    ])
+}
+
+#[test]
+fn check_lists_unsupported_gitleaks_rules_as_warnings() {
+    let o = check("policy.yaml", "human");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    for (line, rule, reason) in [
+        (35, "lookahead-token", "look-around"),
+        (40, "backreference-quoted", "backreferences"),
+        (45, "possessive-key", "possessive"),
+    ] {
+        let prefix = format!("gitleaks.toml:{line}:9: warning: rule `{rule}` is skipped: it cannot run here: invalid regex: ");
+        let found = out.lines().find(|l| l.contains(&prefix));
+        assert!(found.is_some_and(|l| l.contains(reason)), "{rule}: {out}");
+    }
+    assert!(
+        out.contains("warning: rule `pkcs12-file` is skipped"),
+        "{out}"
+    );
+    assert!(out.contains("ok: policy"), "{out}");
+
+    let o = check("policy.yaml", "github");
+    assert!(
+        stdout(&o).contains("::warning file=gitleaks.toml,line=35,col=9,"),
+        "{}",
+        stdout(&o)
+    );
+    let o = check("policy.yaml", "json");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(4), "{v}");
+}
+
+#[test]
+fn strict_policies_refuse_unsupported_rules() {
+    let o = check("strict.yaml", "human");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("gitleaks.toml:35:9: error: rule `lookahead-token` is skipped"),
+        "{out}"
+    );
+    assert!(out.contains("3 errors"), "{out}");
+}
+
+#[test]
+fn broken_gitleaks_files_fail_the_load_with_positions() {
+    let o = check("broken.yaml", "human");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(
+            "broken-gitleaks.toml:9:1: error: invalid gitleaks config: unknown field `regx`"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("broken.yaml:3:36: error: gitleaks config `missing.toml`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn redact_uses_imported_rules_and_streams() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["redact", "--policies", "policy.yaml"])
+        .current_dir(fixtures())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let acme = format!("acme_{}", "k3j5h7g9f1d3s5a7p9o1i3u5y7t9r1e3");
+    let mut stdin = child.stdin.take().unwrap();
+    // Far more than one read: the filter must not need it all at once. A
+    // writer thread, because output comes back while input still goes in.
+    let line = "fn main() { println!(\"hello\"); }\n".repeat(10_000);
+    let input = format!("{line}key = {acme}\n{line}");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out, format!("{line}key = [REDACTED:acme-api-key]\n{line}"));
+}
+
+#[test]
+fn policy_redaction_errors_point_at_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixtures().join("gitleaks.toml"),
+        dir.path().join("gitleaks.toml"),
+    )
+    .unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\nredact:\n  allowlist: { regexes: ['(unclosed'] }\n  rules:\n    - { id: acme-api-key, regex: 'acme_[a-z]{8}', keywords: [acme_] }\n  gitleaks: [gitleaks.toml]\n",
+    )
+    .unwrap();
+    let o = check(policy.to_str().unwrap(), "human");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(
+            "p.yaml:3:14: error: redact.allowlist: allowlist regex `(unclosed`: unclosed group"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("gitleaks.toml:13:1: error: gitleaks rule `acme-api-key`: duplicate rule id: a rule of the policy already uses it"),
+        "{out}"
+    );
+}
