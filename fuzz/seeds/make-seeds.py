@@ -89,7 +89,8 @@ def main():
         "plain output with no secrets\n" * 4,
     ]
     for sample in samples:
-        write("redact", "sample", sample.encode())
+        # The first byte sets the chunk sizes of the streamed run.
+        write("redact", "sample", bytes([17]) + sample.encode())
 
 
 if __name__ == "__main__":
