@@ -234,9 +234,17 @@ fn http(authority: &str, request: &[u8]) -> (u16, Vec<(String, String)>, String)
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
-    stream.write_all(request).expect("write");
+    // Write on another thread while this one reads: a server may answer an
+    // oversized request (413) and close before the whole body is sent, and
+    // the answer must still be read (the write then fails, by design).
+    let mut writer = stream.try_clone().expect("clone the stream");
+    let request = request.to_vec();
+    let sending = std::thread::spawn(move || {
+        let _ = writer.write_all(&request);
+    });
     let mut raw = Vec::new();
     let _ = stream.read_to_end(&mut raw);
+    let _ = sending.join();
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
