@@ -21,7 +21,10 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 
 export RUSTC_BOOTSTRAP=1
-cargo fuzz build --release 2>&1 | tail -n 3
+# Built once, with exactly the settings `cargo fuzz run` uses (release with
+# debug assertions): `build --release` would drop the assertions, and each
+# run below would then build everything a second time.
+cargo fuzz build 2>&1 | tail -n 3
 
 passed=0
 failed=0
