@@ -24,13 +24,12 @@ mod gemini;
 pub mod install;
 pub mod patch;
 pub mod translate;
+mod watchdog;
 
 use std::io::{Read, Write};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -262,8 +261,7 @@ pub fn run(agent: Agent, args: &HookArgs) -> u8 {
         );
         std::process::exit(2);
     }));
-    let answered = Arc::new(AtomicBool::new(false));
-    start_watchdog(Arc::clone(&answered), args.deadline_ms);
+    watchdog::start(args.deadline_ms);
     let reply = std::panic::catch_unwind(AssertUnwindSafe(|| {
         inject_fault(args.deadline_ms);
         let input = match &args.input {
@@ -283,7 +281,7 @@ pub fn run(agent: Agent, args: &HookArgs) -> u8 {
         }
     }))
     .unwrap_or_else(|_| Reply::block("toolgate: internal error; the call is denied"));
-    if answered.swap(true, Ordering::SeqCst) {
+    if !watchdog::claim_answer() {
         // The watchdog has answered and is ending the process.
         loop {
             std::thread::park();
@@ -323,21 +321,6 @@ fn emit(reply: &Reply) -> u8 {
         let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
     }
     reply.code
-}
-
-/// Denies (exit 2) when the answer takes longer than `deadline_ms`: a CLI
-/// that times its hook out lets the call run, so toolgate must answer first.
-fn start_watchdog(answered: Arc<AtomicBool>, deadline_ms: u64) {
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(deadline_ms));
-        if !answered.swap(true, Ordering::SeqCst) {
-            let _ = writeln!(
-                std::io::stderr(),
-                "toolgate: no decision within {deadline_ms} ms; the call is denied"
-            );
-            std::process::exit(2);
-        }
-    });
 }
 
 /// Test hook for the fail-closed paths: `TOOLGATE_HOOK_FAULT=panic` panics
