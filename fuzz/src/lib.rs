@@ -56,7 +56,6 @@ fn builtin_manifests() -> &'static Loaded {
     LOADED.get_or_init(|| Loaded {
         layers: Vec::new(),
         manifests: embedded_manifests()
-            .iter()
             .map(|(n, t)| parse_manifest(source(n, t)).expect("built-in manifests parse"))
             .collect(),
     })
@@ -112,11 +111,11 @@ pub fn manifest_loader(data: &[u8]) {
     let Ok(fuzzed) = parse_manifest(source("fuzz.toml", text)) else {
         return;
     };
-    let name = fuzzed.manifest.name.get_ref().clone();
+    let name = fuzzed.manifest.name.clone();
     let mut manifests: Vec<_> = builtin_manifests()
         .manifests
         .iter()
-        .filter(|m| m.manifest.name.get_ref() != &name)
+        .filter(|m| m.manifest.name != name)
         .cloned()
         .collect();
     manifests.push(fuzzed);

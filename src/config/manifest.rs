@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toml::Spanned;
 
 /// Whether a tool may run beside others in a batch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -52,8 +51,7 @@ pub enum Implementation {
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// The tool's name as the model calls it.
-    #[schemars(with = "String")]
-    pub name: Spanned<String>,
+    pub name: String,
     /// A short human-readable title.
     #[serde(default)]
     pub label: Option<String>,
@@ -92,8 +90,7 @@ pub struct ExecOptions {
     /// every other variable is removed. Default `["PATH"]`; `[]` runs the
     /// program with an empty environment.
     #[serde(default = "default_exec_env")]
-    #[schemars(with = "Vec<String>")]
-    pub env: Vec<Spanned<String>>,
+    pub env: Vec<String>,
     /// How the program's output becomes the result.
     #[serde(default)]
     pub output: ExecOutput,
@@ -108,8 +105,8 @@ impl Default for ExecOptions {
     }
 }
 
-fn default_exec_env() -> Vec<Spanned<String>> {
-    vec![Spanned::new(0..0, "PATH".to_string())]
+fn default_exec_env() -> Vec<String> {
+    vec!["PATH".to_string()]
 }
 
 /// How an exec tool's output becomes its result.
@@ -185,12 +182,10 @@ fn is_placeholder_name(name: &str) -> bool {
 pub struct Effects {
     /// Argument name -> how it touches the file it names.
     #[serde(default)]
-    #[schemars(with = "BTreeMap<String, PathAccess>")]
-    pub paths: BTreeMap<Spanned<String>, PathAccess>,
+    pub paths: BTreeMap<String, PathAccess>,
     /// The argument that holds a shell command.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
-    pub command: Option<Spanned<String>>,
+    pub command: Option<String>,
 }
 
 /// One argument migration (Pi's `prepareArguments`), applied in order.
@@ -202,8 +197,7 @@ pub struct PrepareStep {
     pub rename: Option<Rename>,
     /// Parse this argument as JSON when it arrives as a string.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
-    pub parse_json: Option<Spanned<String>>,
+    pub parse_json: Option<String>,
     /// Move top-level fields into a one-element array of objects.
     #[serde(default)]
     pub wrap: Option<Wrap>,

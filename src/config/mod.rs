@@ -7,12 +7,14 @@
 pub mod diagnostics;
 mod embedded;
 pub mod manifest;
+pub(crate) mod manifest_positions;
 pub(crate) mod parse;
 pub mod policy_file;
 pub mod yaml;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use diagnostics::{Diagnostic, Diagnostics, Position};
 pub use manifest::Manifest;
@@ -54,8 +56,8 @@ pub struct PolicyLayer {
 pub struct LoadedManifest {
     /// Where it came from.
     pub file: SourceFile,
-    /// Its contents.
-    pub manifest: Manifest,
+    /// Its contents, shared with the compiled tool set.
+    pub manifest: Arc<Manifest>,
 }
 
 /// Everything a compile needs: policy layers (parents before the files that
@@ -96,13 +98,13 @@ pub fn embedded_default_policy() -> &'static str {
 }
 
 /// The built-in manifests: file name and text.
-pub fn embedded_manifests() -> &'static [(&'static str, &'static str)] {
-    embedded::MANIFESTS
+pub fn embedded_manifests() -> impl Iterator<Item = (&'static str, &'static str)> {
+    embedded::MANIFESTS.iter().map(|m| (m.file, m.toml))
 }
 
 /// True when `text` is exactly one of the built-in manifests.
 pub fn is_embedded_manifest_text(text: &str) -> bool {
-    embedded::MANIFESTS.iter().any(|(_, t)| *t == text)
+    embedded::MANIFESTS.iter().any(|m| m.toml == text)
 }
 
 /// The `extends` entry that names the embedded default policy.
@@ -118,7 +120,10 @@ pub fn parse_policy(file: SourceFile) -> Result<PolicyLayer, Diagnostics> {
 /// Parses the text of one tool manifest.
 pub fn parse_manifest(file: SourceFile) -> Result<LoadedManifest, Diagnostics> {
     let manifest = parse::manifest(&file)?;
-    Ok(LoadedManifest { file, manifest })
+    Ok(LoadedManifest {
+        file,
+        manifest: Arc::new(manifest),
+    })
 }
 
 /// Reads and parses every policy and manifest file, reporting all problems.
@@ -134,32 +139,12 @@ pub fn load(paths: &ConfigPaths) -> Result<Loaded, Diagnostics> {
 /// Like [`load`], but also returns what did load next to the problems, so
 /// `toolgate check` can go on to compile it and report the compile errors too.
 pub fn load_all(paths: &ConfigPaths) -> (Loaded, Diagnostics) {
-    // Manifests and policies are independent: parse them side by side. Start
-    // time matters (a hook runs once per tool call), and parsing is most of it.
-    std::thread::scope(|scope| {
-        let manifests = std::thread::Builder::new()
-            .name("toolgate-manifests".into())
-            .spawn_scoped(scope, || load_manifests(paths));
-        let (layers, mut diags) = load_policies(paths);
-        let (manifests, manifest_diags) = match manifests {
-            Ok(handle) => handle.join().unwrap_or_else(|_| {
-                let mut d = Diagnostics::default();
-                d.push(
-                    Diagnostic::new(
-                        "<manifests>",
-                        Position { line: 1, col: 1 },
-                        "loading the manifests failed inside toolgate",
-                    )
-                    .with_help("report this as a toolgate bug"),
-                );
-                (Vec::new(), d)
-            }),
-            // No thread to be had: do it here.
-            Err(_) => load_manifests(paths),
-        };
-        diags.extend(manifest_diags);
-        (Loaded { layers, manifests }, diags)
-    })
+    // One thread on purpose: with the built-ins loading from JSON, a second
+    // thread cost a hook more to start than the parsing it overlapped.
+    let (layers, mut diags) = load_policies(paths);
+    let (manifests, manifest_diags) = load_manifests(paths);
+    diags.extend(manifest_diags);
+    (Loaded { layers, manifests }, diags)
 }
 
 fn load_policies(paths: &ConfigPaths) -> (Vec<PolicyLayer>, Diagnostics) {
@@ -193,11 +178,11 @@ fn load_manifests(paths: &ConfigPaths) -> (Vec<LoadedManifest>, Diagnostics) {
         None => Vec::new(),
     };
     if paths.manifests.is_none() && manifest_files.is_empty() {
-        for (name, text) in embedded::MANIFESTS {
+        for m in embedded::MANIFESTS {
             let file = SourceFile {
-                name: format!("<embedded>/tool-manifests/{name}"),
+                name: format!("<embedded>/tool-manifests/{}", m.file),
                 path: None,
-                text: text.to_string(),
+                text: m.toml.to_string(),
             };
             push_manifest(file, &mut manifests, &mut diags);
         }
@@ -211,8 +196,21 @@ fn load_manifests(paths: &ConfigPaths) -> (Vec<LoadedManifest>, Diagnostics) {
 }
 
 fn push_manifest(file: SourceFile, out: &mut Vec<LoadedManifest>, diags: &mut Diagnostics) {
+    // A built-in manifest (embedded, or a byte-identical copy on disk) loads
+    // from build.rs's JSON of the same text; the TOML is the fallback.
+    let built_in = embedded::MANIFESTS.iter().find(|m| m.toml == file.text);
+    if let Some(manifest) = built_in.and_then(|m| serde_json::from_str(m.json).ok()) {
+        out.push(LoadedManifest {
+            file,
+            manifest: Arc::new(manifest),
+        });
+        return;
+    }
     match parse::manifest(&file) {
-        Ok(manifest) => out.push(LoadedManifest { file, manifest }),
+        Ok(manifest) => out.push(LoadedManifest {
+            file,
+            manifest: Arc::new(manifest),
+        }),
         Err(d) => diags.extend(d),
     }
 }
@@ -230,7 +228,13 @@ fn load_embedded_policy(
         path: None,
         text: embedded::DEFAULT_POLICY.to_string(),
     };
-    match parse::policy(&file) {
+    // The JSON form is build.rs's conversion of the same text; should it
+    // ever fail to read, the YAML is the source of truth.
+    let parsed = match serde_json::from_str(embedded::DEFAULT_POLICY_JSON) {
+        Ok(value) => parse::policy_value(&file, value),
+        Err(_) => parse::policy(&file),
+    };
+    match parsed {
         Ok((policy, map)) => layers.push(PolicyLayer { file, map, policy }),
         Err(d) => diags.extend(d),
     }

@@ -46,7 +46,6 @@ pub fn display_path(dotted: &str) -> String {
 
 /// Parses a policy file, reporting every section's problems.
 pub fn policy(file: &SourceFile) -> Result<(PolicyFile, SourceMap), Diagnostics> {
-    let mut diags = Diagnostics::default();
     let value: Value = match serde_yaml::from_str(&file.text) {
         Ok(v) => v,
         Err(e) => {
@@ -72,6 +71,16 @@ pub fn policy(file: &SourceFile) -> Result<(PolicyFile, SourceMap), Diagnostics>
             );
         }
     };
+    policy_value(file, value)
+}
+
+/// Reads a policy file whose text was already parsed into `value` (the
+/// embedded default arrives as JSON); positions still come from the text.
+pub fn policy_value(
+    file: &SourceFile,
+    value: Value,
+) -> Result<(PolicyFile, SourceMap), Diagnostics> {
+    let mut diags = Diagnostics::default();
     let map = SourceMap::build(&file.text);
     let Value::Mapping(root) = value else {
         return Err(Diagnostic::new(

@@ -28,7 +28,7 @@ pub fn prepare(steps: &[PrepareStep], args: &Value) -> Value {
             }
         }
         if let Some(name) = &step.parse_json {
-            parse_json(&mut map, name.get_ref());
+            parse_json(&mut map, name);
         }
         if let Some(wrap) = &step.wrap {
             let present = wrap.fields.iter().all(|f| map.contains_key(f));
@@ -72,7 +72,6 @@ mod tests {
 
     fn edit_steps() -> Vec<PrepareStep> {
         let (_, text) = embedded_manifests()
-            .iter()
             .find(|(name, _)| name.starts_with("edit"))
             .expect("edit manifest");
         let m: crate::config::manifest::Manifest = toml::from_str(text).unwrap();

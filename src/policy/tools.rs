@@ -4,6 +4,7 @@
 //! and a call to it gets `Tool NAME not found`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -16,8 +17,8 @@ pub const BUILTINS: &[&str] = &["read", "write", "edit", "bash", "grep", "find",
 /// One tool, as its manifest declares it.
 #[derive(Clone, Debug)]
 pub struct ToolInfo {
-    /// The manifest.
-    pub manifest: Manifest,
+    /// The manifest (shared with the loaded configuration).
+    pub manifest: Arc<Manifest>,
     /// The file it came from.
     pub file: String,
     /// Arguments that name files, with how the tool touches them.
@@ -29,7 +30,7 @@ pub struct ToolInfo {
 impl ToolInfo {
     /// The tool's name.
     pub fn name(&self) -> &str {
-        self.manifest.name.get_ref()
+        &self.manifest.name
     }
 
     /// The JSON Schema of its arguments.

@@ -56,7 +56,7 @@ impl ExecTool {
         };
         let options = manifest.exec.clone().unwrap_or_default();
         Some(ExecTool {
-            name: manifest.name.get_ref().clone(),
+            name: manifest.name.clone(),
             argv: argv.clone(),
             properties: manifest
                 .parameters
@@ -64,7 +64,7 @@ impl ExecTool {
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default(),
-            env: options.env.iter().map(|v| v.get_ref().clone()).collect(),
+            env: options.env.clone(),
             output: options.output,
         })
     }

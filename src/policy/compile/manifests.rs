@@ -2,6 +2,7 @@
 //! prepare steps, dialects) and problems point at the manifest's line.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -10,6 +11,7 @@ use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
 use crate::config::manifest::{
     parse_exec_word, ExecWordPart, Implementation, Manifest, DIALECT_KEYS,
 };
+use crate::config::manifest_positions::ManifestPositions;
 use crate::config::parse::position_of;
 use crate::config::LoadedManifest;
 use crate::policy::Access;
@@ -40,8 +42,8 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
     for lm in manifests {
         let m = &lm.manifest;
         let file = &lm.file;
-        let at_span = |span: std::ops::Range<usize>| position_of(&file.text, span.start);
-        let name = m.name.get_ref().clone();
+        let positions = ManifestPositions::new(&file.text);
+        let name = m.name.clone();
         let mut ok = true;
         if name.is_empty()
             || !name
@@ -52,7 +54,7 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
             diags.push(
                 Diagnostic::new(
                     &file.name,
-                    at_span(m.name.span()),
+                    positions.name(),
                     format!("invalid tool name `{name}`"),
                 )
                 .with_help("use 1-64 letters, digits, `_` or `-`"),
@@ -63,7 +65,7 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
             diags.push(
                 Diagnostic::new(
                     &file.name,
-                    at_span(m.name.span()),
+                    positions.name(),
                     format!("tool `{name}` is already defined in {}", prev.file),
                 )
                 .with_help("give each manifest a unique `name`"),
@@ -125,16 +127,16 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
         };
         let mut path_args = Vec::new();
         for (arg, access) in &m.effects.paths {
-            match prop_type(arg.get_ref()) {
-                Some("string") => path_args.push((arg.get_ref().clone(), (*access).into())),
+            match prop_type(arg) {
+                Some("string") => path_args.push((arg.clone(), (*access).into())),
                 Some(t) => {
                     diags.push(
                         Diagnostic::new(
                             &file.name,
-                            at_span(arg.span()),
+                            positions.effects_path(arg),
                             format!(
                                 "path argument `{}` has type `{t}`; path arguments must be strings",
-                                arg.get_ref()
+                                arg
                             ),
                         )
                         .with_help("declare it with `type = \"string\"`"),
@@ -145,10 +147,10 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
                     diags.push(
                         Diagnostic::new(
                             &file.name,
-                            at_span(arg.span()),
+                            positions.effects_path(arg),
                             format!(
                                 "`effects.paths` names `{}`, which is not a parameter of `{name}`",
-                                arg.get_ref()
+                                arg
                             ),
                         )
                         .with_help("name a property of `[parameters]`"),
@@ -159,10 +161,10 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
         }
         let mut command_arg = None;
         if let Some(cmd) = &m.effects.command {
-            if prop_type(cmd.get_ref()) == Some("string") {
-                command_arg = Some(cmd.get_ref().clone());
+            if prop_type(cmd) == Some("string") {
+                command_arg = Some(cmd.clone());
             } else {
-                diags.push(Diagnostic::new(&file.name, at_span(cmd.span()), format!("`effects.command` names `{}`, which is not a string parameter of `{name}`", cmd.get_ref()))
+                diags.push(Diagnostic::new(&file.name, positions.effects_command(), format!("`effects.command` names `{}`, which is not a string parameter of `{name}`", cmd))
                     .with_help("name a property of `[parameters]` with `type = \"string\"`"));
                 ok = false;
             }
@@ -214,7 +216,7 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
             set.tools.insert(
                 name,
                 ToolInfo {
-                    manifest: m.clone(),
+                    manifest: Arc::clone(m),
                     file: file.name.clone(),
                     path_args,
                     command_arg,
@@ -280,13 +282,12 @@ fn check_exec(lm: &LoadedManifest, tool: &str, diags: &mut Diagnostics) -> bool 
             ok = false;
         }
     }
-    for var in m.exec.iter().flat_map(|e| &e.env) {
-        let v = var.get_ref();
+    for (i, v) in m.exec.iter().flat_map(|e| &e.env).enumerate() {
         if v.is_empty() || v.contains(['=', '\0']) {
             diags.push(
                 Diagnostic::new(
                     &file.name,
-                    position_of(&file.text, var.span().start),
+                    ManifestPositions::new(&file.text).exec_env(i),
                     format!("`exec.env` entry `{v}` is not an environment variable name"),
                 )
                 .with_help(
