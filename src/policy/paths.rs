@@ -200,13 +200,17 @@ pub struct RootSet {
 /// A compiled glob list that remembers which pattern matched.
 ///
 /// Each glob is checked when the list is made, but the matcher over all of
-/// them is built on the first match: it is the larger part of loading a
-/// policy, and a call that names no file (or only reads, for `read_only`)
-/// never needs it — which matters to a hook that starts for every call.
+/// them is built on the first path that could match: building it is the
+/// larger part of loading a policy, and a hook starts for every call. A path
+/// could match only when it contains every glob's [`required_literal`] for
+/// some glob (`.ssh` for `**/.ssh/**`), so `src/main.rs` is cleared against
+/// the default deny list without building anything.
 #[derive(Clone, Debug, Default)]
 pub struct GlobList {
     globs: Vec<Glob>,
     patterns: Vec<String>,
+    /// Per glob, a substring every path it matches contains ("" when none).
+    required: Vec<String>,
     set: OnceLock<Option<GlobSet>>,
 }
 
@@ -220,6 +224,7 @@ impl GlobList {
             .collect::<Result<Vec<Glob>, _>>()?;
         Ok(GlobList {
             globs,
+            required: patterns.iter().map(|p| required_literal(p)).collect(),
             patterns: patterns.to_vec(),
             set: OnceLock::new(),
         })
@@ -227,6 +232,9 @@ impl GlobList {
 
     /// The first pattern that matches `path` (a `/`-separated relative path).
     pub fn first_match(&self, path: &str) -> Option<&str> {
+        if !self.required.iter().any(|r| path.contains(r.as_str())) {
+            return None;
+        }
         let set = self.set.get_or_init(|| {
             let mut builder = GlobSetBuilder::new();
             for g in &self.globs {
@@ -251,6 +259,27 @@ impl GlobList {
     pub fn is_empty(&self) -> bool {
         self.patterns.is_empty()
     }
+}
+
+/// The longest run of plain characters that every path matched by `pattern`
+/// must contain, or "" when there is none to be sure of.
+///
+/// Only `*`, `?` and `**` are looked through; a pattern with a class
+/// (`[…]`), an alternation (`{…}`) or an escape gets "" (always checked), and
+/// `/` at the edge of a run is not required (`**/x` matches a top-level `x`).
+/// So the answer is never wrong, only sometimes less selective than it could
+/// be.
+pub fn required_literal(pattern: &str) -> String {
+    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+    if pattern.contains(['[', ']', '{', '}', '\\']) {
+        return String::new();
+    }
+    pattern
+        .split(['*', '?'])
+        .map(|run| run.trim_matches('/'))
+        .max_by_key(|run| run.len())
+        .unwrap_or("")
+        .to_string()
 }
 
 /// Compiles one glob the way every toolgate glob works.
@@ -497,5 +526,115 @@ mod tests {
         assert!(looks_like_path("~/.ssh"));
         assert!(!looks_like_path("fix the bug"));
         assert!(!looks_like_path("src/main.rs"));
+    }
+
+    #[test]
+    fn required_literals_are_what_every_match_contains() {
+        assert_eq!(required_literal("**/.ssh/**"), ".ssh");
+        assert_eq!(required_literal("./.git/**"), ".git");
+        assert_eq!(required_literal("**/id_ed25519*"), "id_ed25519");
+        assert_eq!(required_literal("**/*.pem"), ".pem");
+        assert_eq!(required_literal("src/?/lib.rs"), "lib.rs");
+        // Classes, alternations and escapes are not looked into.
+        assert_eq!(required_literal("[]a]"), "");
+        assert_eq!(required_literal("**/*.{pem,key}"), "");
+        assert_eq!(required_literal("a\\*b"), "");
+        assert_eq!(required_literal("**"), "");
+    }
+
+    /// The prefilter never changes an answer: every pattern against every
+    /// path, as one list and one by one, agrees with a plain `GlobSet`.
+    #[test]
+    fn the_literal_prefilter_agrees_with_globset() {
+        let patterns: Vec<String> = [
+            "**/.env",
+            "**/.env.*",
+            ".git/**",
+            "**/*.pem",
+            "**/id_rsa*",
+            "**/.ssh/**",
+            "Cargo.lock",
+            "policies/**",
+            "*",
+            "**",
+            "src/*.rs",
+            "a/**/b",
+            "**/x?z",
+            "[]a]",
+            "[!a]b",
+            "{a,b}/c",
+            "**/*.{pem,key}",
+            "a\\*b",
+            "a,b",
+            "./lib/**",
+            "**/.aws/**",
+            "é*ß",
+            "*/",
+        ]
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+        let paths = [
+            ".",
+            "src/main.rs",
+            ".env",
+            "a/.env",
+            ".env.local",
+            "x/.env.prod",
+            ".git",
+            ".git/config",
+            ".git/\u{0}",
+            "keys/server.pem",
+            "id_rsa",
+            "home/id_rsa.pub",
+            "u/.ssh/known_hosts",
+            ".ssh/\u{0}",
+            "Cargo.lock",
+            "sub/Cargo.lock",
+            "policies",
+            "policies/a.yaml",
+            "a/b",
+            "a/x/y/b",
+            "b",
+            "xyz",
+            "q/xaz",
+            "]",
+            "a",
+            "ab",
+            "bb",
+            "a/c",
+            "b/c",
+            "k.key",
+            "a*b",
+            "a,b",
+            "lib/x",
+            "éxß",
+            "x/",
+            "",
+        ];
+        let reference = |set: &[String], path: &str| {
+            let mut builder = GlobSetBuilder::new();
+            for p in set {
+                builder.add(compile_glob(p).unwrap());
+            }
+            let matched = builder.build().unwrap().matches(path).into_iter().min();
+            matched.map(|i| set[i].clone())
+        };
+        let all = GlobList::new(&patterns).unwrap();
+        for path in paths {
+            assert_eq!(
+                all.first_match(path).map(str::to_string),
+                reference(&patterns, path),
+                "{path:?}"
+            );
+            for p in &patterns {
+                let one = GlobList::new(std::slice::from_ref(p)).unwrap();
+                assert_eq!(
+                    one.first_match(path).map(str::to_string),
+                    reference(std::slice::from_ref(p), path),
+                    "{p:?} against {path:?}"
+                );
+            }
+        }
     }
 }

@@ -303,7 +303,9 @@ impl LazyRedactor {
             Ok(_) => Vec::new(),
             Err(e) => e,
         };
-        let builtin: Vec<String> = if defaults {
+        // Only the policy's own rules can clash with a built-in id; without
+        // any, the built-in set is not built (a hook loads this every call).
+        let builtin: Vec<String> = if defaults && !rules.is_empty() {
             default_rules().into_iter().map(|r| r.id).collect()
         } else {
             Vec::new()
