@@ -184,9 +184,37 @@ enum SchemaKind {
     Manifest,
 }
 
+/// `toolgate hook …` on its own. A hook process starts for every tool call,
+/// and building the whole command line (every subcommand's arguments) was a
+/// tenth of its start. Same argument types, so the same parsing; whatever
+/// this does not accept (`--help`, a typo) goes to the full parser, which
+/// gives the usual message.
+#[derive(Parser)]
+#[command(name = "toolgate")]
+struct HookCli {
+    #[command(subcommand)]
+    command: HookOnly,
+}
+
+#[derive(Subcommand)]
+enum HookOnly {
+    Hook {
+        #[command(subcommand)]
+        command: toolgate::hooks::HookCommand,
+    },
+}
+
 const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "hook") {
+        if let Ok(HookCli {
+            command: HookOnly::Hook { command },
+        }) = HookCli::try_parse()
+        {
+            return toolgate::hooks::main(command);
+        }
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Check { config, format } => check(&config, format),

@@ -207,7 +207,6 @@ pub struct RootSet {
 /// the default deny list without building anything.
 #[derive(Clone, Debug, Default)]
 pub struct GlobList {
-    globs: Vec<Glob>,
     patterns: Vec<String>,
     /// Per glob, a substring every path it matches contains ("" when none).
     required: Vec<String>,
@@ -215,15 +214,17 @@ pub struct GlobList {
 }
 
 impl GlobList {
-    /// Compiles globs with `literal_separator` (`*` never crosses `/`).
+    /// Checks globs (with `literal_separator`: `*` never crosses `/`); they
+    /// are compiled when the first path needs them. A [plain](is_plain_glob)
+    /// glob cannot fail to compile, so only the others are compiled now, for
+    /// their errors.
     pub fn new(patterns: &[String]) -> Result<GlobList, (usize, String)> {
-        let globs = patterns
-            .iter()
-            .enumerate()
-            .map(|(i, p)| compile_glob(p).map_err(|e| (i, e)))
-            .collect::<Result<Vec<Glob>, _>>()?;
+        for (i, p) in patterns.iter().enumerate() {
+            if !is_plain_glob(p) {
+                compile_glob(p).map_err(|e| (i, e))?;
+            }
+        }
         Ok(GlobList {
-            globs,
             required: patterns.iter().map(|p| required_literal(p)).collect(),
             patterns: patterns.to_vec(),
             set: OnceLock::new(),
@@ -237,8 +238,9 @@ impl GlobList {
         }
         let set = self.set.get_or_init(|| {
             let mut builder = GlobSetBuilder::new();
-            for g in &self.globs {
-                builder.add(g.clone());
+            for p in &self.patterns {
+                // Checked in `new`; a failure here fails closed (below).
+                builder.add(compile_glob(p).ok()?);
             }
             builder.build().ok()
         });
@@ -248,8 +250,8 @@ impl GlobList {
                 .into_iter()
                 .min()
                 .map(|i| self.patterns[i].as_str()),
-            // Every glob compiled on its own, so only a size limit can fail
-            // the set; then every pattern is taken to match (deny and
+            // Every glob was checked in `new`, so only a size limit can
+            // fail the set; then every pattern is taken to match (deny and
             // read-only lists fail closed).
             None => self.patterns.first().map(String::as_str),
         }
@@ -280,6 +282,17 @@ pub fn required_literal(pattern: &str) -> String {
         .max_by_key(|run| run.len())
         .unwrap_or("")
         .to_string()
+}
+
+/// True for a glob made only of letters, digits, `._-+@=~/`, `*` and `?`,
+/// with `**` only as a whole path component: globset compiles every such
+/// glob, so it need not be compiled just to be checked.
+pub fn is_plain_glob(pattern: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._-+@=~/*?".contains(c);
+    pattern.chars().all(allowed)
+        && pattern
+            .split('/')
+            .all(|component| component == "**" || !component.contains("**"))
 }
 
 /// Compiles one glob the way every toolgate glob works.
@@ -540,6 +553,33 @@ mod tests {
         assert_eq!(required_literal("**/*.{pem,key}"), "");
         assert_eq!(required_literal("a\\*b"), "");
         assert_eq!(required_literal("**"), "");
+    }
+
+    /// `is_plain_glob` promises a successful compile.
+    #[test]
+    fn plain_globs_always_compile() {
+        let alphabet = ['a', '.', '*', '/', '?', '-', '~'];
+        let mut plain = 0;
+        // Every pattern of up to five characters over the alphabet.
+        let mut patterns = vec![String::new()];
+        let mut longest = vec![String::new()];
+        for _ in 0..5 {
+            longest = longest
+                .iter()
+                .flat_map(|p| alphabet.iter().map(move |c| format!("{p}{c}")))
+                .collect();
+            patterns.extend(longest.iter().cloned());
+        }
+        for p in &patterns {
+            if is_plain_glob(p) {
+                plain += 1;
+                assert!(compile_glob(p).is_ok(), "{p:?}");
+            }
+        }
+        assert!(plain > 5000, "{plain}");
+        assert!(!is_plain_glob("a**"));
+        assert!(!is_plain_glob("[ab]"));
+        assert!(is_plain_glob("**/.ssh/**"));
     }
 
     /// The prefilter never changes an answer: every pattern against every
