@@ -369,3 +369,32 @@ fn install_write_creates_the_codex_hooks_file() {
     assert_eq!(hook["command"], "toolgate hook codex --deadline-ms 10000");
     assert_eq!(hook["timeout"], 20);
 }
+
+/// `toolgate hook …` is parsed on its own for a fast start; what that parser
+/// does not take (help, a wrong option, no agent) still gets the full CLI's
+/// answer, and a usage error is exit 2 — a block for every agent CLI.
+#[test]
+fn hook_command_lines_outside_the_fast_parser_get_the_full_clis_answer() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let help = run(&["hook", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("Usage: toolgate hook <COMMAND>"), "{text}");
+    assert!(text.contains("install"), "{text}");
+    for args in [
+        &["hook", "claude", "--bogus"][..],
+        &["hook"],
+        &["hook", "copilot"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+}
