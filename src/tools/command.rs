@@ -85,14 +85,7 @@ pub async fn run_for_text(
         last_update: None,
         dirty: false,
     };
-    let ending = process::run(spec, &ctx.cancel, &mut handler)
-        .await
-        .map_err(|e| {
-            ToolError::new(format!(
-                "Failed to run {}: {e}",
-                spec.program.to_string_lossy()
-            ))
-        })?;
+    let ending = process::run(spec, &ctx.cancel, &mut handler).await?;
     handler.emit();
     let snapshot = handler.output.snapshot();
     handler.output.finish();

@@ -162,14 +162,7 @@ impl ExecTool {
             line: Vec::new(),
             progress: ctx.progress.clone(),
         };
-        let ending = process::run(spec, &ctx.cancel, &mut capture)
-            .await
-            .map_err(|e| {
-                ToolError::new(format!(
-                    "Failed to run {}: {e}",
-                    spec.program.to_string_lossy()
-                ))
-            })?;
+        let ending = process::run(spec, &ctx.cancel, &mut capture).await?;
         capture.end_of_stderr();
         let stderr = capture.stderr.snapshot();
         capture.stderr.finish();

@@ -12,13 +12,12 @@
 //! Directories match too and print with a trailing `/`.
 
 use globset::{GlobBuilder, GlobMatcher};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use super::search::{
-    effective_limit, relative_display, resolve_root, run_blocking, walker, DenyFilter, SearchRoot,
-    ABORTED,
+    effective_limit, listing_output, relative_display, resolve_root, run_blocking, walker,
+    CountLimit, DenyFilter, SearchRoot, ABORTED,
 };
-use super::truncate::{format_size, truncate_head};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 
 /// Pi's default result limit.
@@ -139,35 +138,21 @@ fn find(
     if count == 0 {
         return Ok(ToolOutput::text("No files found matching pattern"));
     }
-    let truncation = truncate_head(&stored.join("\n"), usize::MAX, max_bytes);
-    let mut output = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
-    if limit_reached {
-        notices.push(format!(
+    let count_limit = limit_reached.then(|| CountLimit {
+        limit,
+        notice: format!(
             "{limit} results limit reached. Use limit={} for more, or refine pattern",
             limit.saturating_mul(2)
-        ));
-        details.insert("resultLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated() {
-        notices.push(format!("{} limit reached", format_size(max_bytes)));
-        details.insert(
-            "truncation".into(),
-            json!({
-                "truncated": true,
-                "truncatedBy": "bytes",
-                "totalLines": count,
-                "totalBytes": output_bytes.saturating_sub(1),
-                "outputLines": truncation.output_lines,
-                "outputBytes": truncation.output_bytes,
-            }),
-        );
-    }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    Ok(ToolOutput::with_details(output, Value::Object(details)))
+        ),
+        detail_key: "resultLimitReached",
+    });
+    let totals = (count, output_bytes.saturating_sub(1));
+    Ok(listing_output(
+        &stored,
+        max_bytes,
+        count_limit,
+        Some(totals),
+    ))
 }
 
 #[cfg(test)]

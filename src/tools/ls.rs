@@ -10,10 +10,9 @@
 use std::cmp::Ordering;
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use super::search::{effective_limit, run_blocking, ABORTED};
-use super::truncate::{format_size, truncate_head};
+use super::search::{effective_limit, listing_output, run_blocking, CountLimit, ABORTED};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 
 /// Pi's default entry limit.
@@ -79,35 +78,15 @@ fn list(ctx: &ToolContext, raw: &str, limit: usize) -> Result<ToolOutput, ToolEr
         return Ok(ToolOutput::text("(empty directory)"));
     }
     let max_bytes = usize::try_from(ctx.limits.max_output_bytes).unwrap_or(usize::MAX);
-    let truncation = truncate_head(&results.join("\n"), usize::MAX, max_bytes);
-    let mut output = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
-    if limit_reached {
-        notices.push(format!(
+    let count_limit = limit_reached.then(|| CountLimit {
+        limit,
+        notice: format!(
             "{limit} entries limit reached. Use limit={} for more",
             limit.saturating_mul(2)
-        ));
-        details.insert("entryLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated() {
-        notices.push(format!("{} limit reached", format_size(max_bytes)));
-        details.insert(
-            "truncation".into(),
-            json!({
-                "truncated": true,
-                "truncatedBy": "bytes",
-                "totalLines": truncation.total_lines,
-                "totalBytes": truncation.total_bytes,
-                "outputLines": truncation.output_lines,
-                "outputBytes": truncation.output_bytes,
-            }),
-        );
-    }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    Ok(ToolOutput::with_details(output, Value::Object(details)))
+        ),
+        detail_key: "entryLimitReached",
+    });
+    Ok(listing_output(&results, max_bytes, count_limit, None))
 }
 
 /// Whether an entry is a directory, following a symlink like Pi's `stat`

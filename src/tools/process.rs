@@ -24,6 +24,8 @@ use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 
+use super::ToolError;
+
 /// After the leader exits, how long the pipe may stay quiet before the
 /// output is taken as complete (Pi's `EXIT_STDIO_GRACE_MS`).
 pub const EXIT_IDLE_GRACE: Duration = Duration::from_millis(100);
@@ -135,12 +137,12 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 }
 
 /// Runs `spec` to its end, feeding output to `handler`. Fails only when the
-/// program cannot be started.
+/// program cannot be started, with Pi's `Failed to run PROGRAM: REASON`.
 pub async fn run(
     spec: &ProcessSpec,
     cancel: &CancellationToken,
     handler: &mut dyn OutputHandler,
-) -> io::Result<Ending> {
+) -> Result<Ending, ToolError> {
     let started = Instant::now();
     let deadline = tokio::time::Instant::now() + spec.timeout;
     let mut command = Command::new(&spec.program);
@@ -172,7 +174,12 @@ pub async fn run(
             });
         }
     }
-    let mut child = command.spawn()?;
+    let mut child = command.spawn().map_err(|e| {
+        ToolError::new(format!(
+            "Failed to run {}: {e}",
+            spec.program.to_string_lossy()
+        ))
+    })?;
     let mut killer = GroupKiller {
         pgid: child.id().and_then(|id| libc::pid_t::try_from(id).ok()),
     };

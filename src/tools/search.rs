@@ -1,15 +1,18 @@
 //! What `grep`, `find` and `ls` share: resolving the search path the way Pi
 //! does (with Pi's `Path not found` error), walking with ripgrep's `ignore`
 //! crate (.gitignore, .ignore, hidden files included), skipping whatever the
-//! policy denies, and running the blocking walk off the async runtime with
-//! cancellation.
+//! policy denies, running the blocking walk off the async runtime with
+//! cancellation, and (`find`, `ls`) turning the kept lines into a result with
+//! Pi's limit notices.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ignore::WalkBuilder;
+use serde_json::{json, Map, Value};
 
-use super::{ToolContext, ToolError};
+use super::truncate::{format_size, truncate_head};
+use super::{ToolContext, ToolError, ToolOutput};
 use crate::policy::{CompiledPolicy, Workspace};
 
 /// Pi's text for a search cancelled before it finished.
@@ -144,6 +147,58 @@ pub fn relative_display(path: &Path, base: &Path) -> String {
         .map(|c| c.as_os_str().to_string_lossy())
         .collect();
     parts.join("/")
+}
+
+/// A listing that stopped at its count limit: what the model is told and
+/// the `details` key Pi sets to the limit.
+pub struct CountLimit {
+    /// The limit that was reached.
+    pub limit: usize,
+    /// Pi's notice, e.g. `500 entries limit reached. Use limit=1000 for more`.
+    pub notice: String,
+    /// `resultLimitReached` (find) or `entryLimitReached` (ls).
+    pub detail_key: &'static str,
+}
+
+/// The result of a `find` or `ls` listing: `lines` joined and cut to
+/// `max_bytes` from the head, then Pi's notices (count limit first, byte
+/// limit second) in one bracket. `totals` are the listing's real line and
+/// byte counts when `lines` holds only part of it (find stops keeping lines
+/// past the byte limit); by default they are counted from `lines`.
+pub fn listing_output(
+    lines: &[String],
+    max_bytes: usize,
+    count_limit: Option<CountLimit>,
+    totals: Option<(usize, usize)>,
+) -> ToolOutput {
+    let truncation = truncate_head(&lines.join("\n"), usize::MAX, max_bytes);
+    let mut output = truncation.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if let Some(reached) = count_limit {
+        notices.push(reached.notice);
+        details.insert(reached.detail_key.into(), json!(reached.limit));
+    }
+    if truncation.truncated() {
+        let (total_lines, total_bytes) =
+            totals.unwrap_or((truncation.total_lines, truncation.total_bytes));
+        notices.push(format!("{} limit reached", format_size(max_bytes)));
+        details.insert(
+            "truncation".into(),
+            json!({
+                "truncated": true,
+                "truncatedBy": "bytes",
+                "totalLines": total_lines,
+                "totalBytes": total_bytes,
+                "outputLines": truncation.output_lines,
+                "outputBytes": truncation.output_bytes,
+            }),
+        );
+    }
+    if !notices.is_empty() {
+        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    ToolOutput::with_details(output, Value::Object(details))
 }
 
 #[cfg(test)]

@@ -49,6 +49,29 @@ impl Truncation {
         self.truncated_by.is_some()
     }
 
+    /// `Ok` with the whole text when it fits both limits; else `Err` with
+    /// an empty cut (by lines until a byte limit says otherwise) to fill in.
+    fn start(
+        content: &str,
+        lines: &[&str],
+        max_lines: usize,
+        max_bytes: usize,
+    ) -> Result<Truncation, Truncation> {
+        if lines.len() <= max_lines && content.len() <= max_bytes {
+            return Ok(Truncation::whole(content, lines.len()));
+        }
+        Err(Truncation {
+            content: String::new(),
+            truncated_by: Some(TruncatedBy::Lines),
+            total_lines: lines.len(),
+            total_bytes: content.len(),
+            output_lines: 0,
+            output_bytes: 0,
+            last_line_partial: false,
+            first_line_exceeds_limit: false,
+        })
+    }
+
     fn whole(content: &str, total_lines: usize) -> Truncation {
         Truncation {
             content: content.to_string(),
@@ -75,18 +98,9 @@ pub fn split_lines(content: &str) -> Vec<&str> {
 /// Keeps the first whole lines within both limits.
 pub fn truncate_head(content: &str, max_lines: usize, max_bytes: usize) -> Truncation {
     let lines = split_lines(content);
-    if lines.len() <= max_lines && content.len() <= max_bytes {
-        return Truncation::whole(content, lines.len());
-    }
-    let mut out = Truncation {
-        content: String::new(),
-        truncated_by: Some(TruncatedBy::Lines),
-        total_lines: lines.len(),
-        total_bytes: content.len(),
-        output_lines: 0,
-        output_bytes: 0,
-        last_line_partial: false,
-        first_line_exceeds_limit: false,
+    let mut out = match Truncation::start(content, &lines, max_lines, max_bytes) {
+        Ok(whole) => return whole,
+        Err(cut) => cut,
     };
     if lines.first().is_some_and(|l| l.len() > max_bytes) {
         out.truncated_by = Some(TruncatedBy::Bytes);
@@ -117,18 +131,9 @@ pub fn truncate_head(content: &str, max_lines: usize, max_bytes: usize) -> Trunc
 /// over the byte limit, keeps its end.
 pub fn truncate_tail(content: &str, max_lines: usize, max_bytes: usize) -> Truncation {
     let lines = split_lines(content);
-    if lines.len() <= max_lines && content.len() <= max_bytes {
-        return Truncation::whole(content, lines.len());
-    }
-    let mut out = Truncation {
-        content: String::new(),
-        truncated_by: Some(TruncatedBy::Lines),
-        total_lines: lines.len(),
-        total_bytes: content.len(),
-        output_lines: 0,
-        output_bytes: 0,
-        last_line_partial: false,
-        first_line_exceeds_limit: false,
+    let mut out = match Truncation::start(content, &lines, max_lines, max_bytes) {
+        Ok(whole) => return whole,
+        Err(cut) => cut,
     };
     let mut bytes = 0;
     let mut start = lines.len();
