@@ -116,7 +116,7 @@ fn status_and_metrics_follow_reloads_and_never_show_a_rejected_policy() {
     let (_, metrics) = get(&server, "/metrics");
     assert!(
         metrics.contains(
-            "toolgate_decisions_total{tool=\"bash\",decision=\"deny\",rule=\"no-recursive-delete\"} 1"
+            "toolgate_decisions_total{source=\"eval\",tool=\"bash\",decision=\"deny\",rule=\"no-recursive-delete\"} 1"
         ),
         "{metrics}"
     );

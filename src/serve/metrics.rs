@@ -1,5 +1,6 @@
-//! Prometheus metrics: decisions by tool, decision and rule; reloads; call
-//! latency. Rendered as the text exposition format at `/metrics`.
+//! Prometheus metrics: decisions by source (a tool `call`, or an `eval` that
+//! only asked), tool, decision and rule; reloads; call latency. Rendered as
+//! the text exposition format at `/metrics`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -15,11 +16,15 @@ const LATENCY_BUCKETS: &[f64] = &[
     0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0,
 ];
 
+/// A decisions counter's labels: source (`call` or `eval`), tool, decision,
+/// rule.
+type DecisionKey = (&'static str, String, String, String);
+
 /// The gateway's counters.
 #[derive(Default)]
 pub struct Metrics {
-    /// (tool, decision, rule) -> count, for calls and evals.
-    decisions: Mutex<BTreeMap<(String, String, String), u64>>,
+    /// (source, tool, decision, rule) -> count; source is `call` or `eval`.
+    decisions: Mutex<BTreeMap<DecisionKey, u64>>,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
     latency: Mutex<Histogram>,
@@ -42,7 +47,7 @@ impl Metrics {
             ),
             None => ("none".to_string(), String::new()),
         };
-        self.count_decision(&result.name, decision, rule);
+        self.count_decision("call", &result.name, decision, rule);
         let mut h = self.latency.lock().unwrap_or_else(|e| e.into_inner());
         if h.buckets.is_empty() {
             h.buckets = vec![0; LATENCY_BUCKETS.len()];
@@ -60,15 +65,17 @@ impl Metrics {
     /// Counts an eval-only decision.
     pub fn record_eval(&self, tool: &str, verdict: &Verdict) {
         self.count_decision(
+            "eval",
             tool,
             verdict.decision.as_str().to_string(),
             verdict.rule.clone().unwrap_or_default(),
         );
     }
 
-    fn count_decision(&self, tool: &str, decision: String, rule: String) {
+    fn count_decision(&self, source: &'static str, tool: &str, decision: String, rule: String) {
         let mut d = self.decisions.lock().unwrap_or_else(|e| e.into_inner());
-        *d.entry((tool.to_string(), decision, rule)).or_insert(0) += 1;
+        *d.entry((source, tool.to_string(), decision, rule))
+            .or_insert(0) += 1;
     }
 
     /// Counts a reload.
@@ -86,10 +93,10 @@ impl Metrics {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "# HELP toolgate_decisions_total Tool calls decided, by tool, decision and rule."
+            "# HELP toolgate_decisions_total Decisions, by source (call or eval), tool, decision and rule."
         );
         let _ = writeln!(out, "# TYPE toolgate_decisions_total counter");
-        for ((tool, decision, rule), n) in self
+        for ((source, tool, decision, rule), n) in self
             .decisions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -97,7 +104,7 @@ impl Metrics {
         {
             let _ = writeln!(
                 out,
-                "toolgate_decisions_total{{tool=\"{}\",decision=\"{}\",rule=\"{}\"}} {n}",
+                "toolgate_decisions_total{{source=\"{source}\",tool=\"{}\",decision=\"{}\",rule=\"{}\"}} {n}",
                 escape(tool),
                 escape(decision),
                 escape(rule)
@@ -157,4 +164,38 @@ fn escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Decision;
+
+    #[test]
+    fn calls_and_evals_are_counted_apart() {
+        let metrics = Metrics::default();
+        let deny = Verdict {
+            decision: Decision::Deny,
+            reason: "no".into(),
+            rule: Some("no-rm".into()),
+            terminate: false,
+        };
+        let mut result = ToolResult::error("1", "bash", "denied");
+        result.verdict = Some(deny.clone());
+        metrics.record_call(&result, Duration::from_millis(2));
+        metrics.record_call(&result, Duration::from_millis(2));
+        metrics.record_eval("bash", &deny);
+        let text = metrics.render("v1");
+        assert!(text.contains(
+            "toolgate_decisions_total{source=\"call\",tool=\"bash\",decision=\"deny\",rule=\"no-rm\"} 2"
+        ), "{text}");
+        assert!(text.contains(
+            "toolgate_decisions_total{source=\"eval\",tool=\"bash\",decision=\"deny\",rule=\"no-rm\"} 1"
+        ), "{text}");
+        // Only calls have a latency.
+        assert!(
+            text.contains("toolgate_call_duration_seconds_count 2"),
+            "{text}"
+        );
+    }
 }
