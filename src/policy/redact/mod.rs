@@ -9,7 +9,8 @@
 //! same result for any split of a text into chunks.
 //!
 //! Modules: [`rules`] (specs, regex bounds, entropy and allowlists),
-//! `prefilter` (keywords), `scan` (the windowed search), [`stream`],
+//! `prefilter` (keywords) with its SIMD first stage `fingerprint`, `scan`
+//! (the windowed search), [`stream`],
 //! [`gitleaks`] (importing gitleaks configs), `builtin` (the default set).
 
 use std::borrow::Cow;
@@ -19,6 +20,7 @@ use std::sync::{Mutex, OnceLock};
 
 mod builtin;
 mod entropy;
+mod fingerprint;
 pub mod gitleaks;
 mod prefilter;
 pub mod rules;
