@@ -7,6 +7,8 @@
 //! stream hold back a fixed amount of text: repetitions without an upper
 //! bound (`+`, `*`, `{n,}`) are capped at compile time (see [`MAX_MATCH_LEN`]).
 
+use std::sync::OnceLock;
+
 use regex_automata::meta;
 use regex_syntax::hir::{Hir, HirKind};
 
@@ -133,6 +135,9 @@ pub(super) struct Analyzed {
     hir: Hir,
     /// Index into [`REPETITION_CAPS`] of the largest cap that fits.
     cap: usize,
+    /// Longest match under that cap: a bound on the built regex's longest
+    /// match, known without building it.
+    max_len: usize,
 }
 
 /// Parses and checks `pattern` without compiling it: syntax, empty matches,
@@ -161,12 +166,12 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
     }
     for (cap, &limit) in REPETITION_CAPS.iter().enumerate() {
         let capped = cap_repetitions(hir.clone(), limit);
-        if capped
+        if let Some(max_len) = capped
             .properties()
             .maximum_len()
-            .is_some_and(|n| n <= MAX_MATCH_LEN)
+            .filter(|&n| n <= MAX_MATCH_LEN)
         {
-            return Ok(Analyzed { hir, cap });
+            return Ok(Analyzed { hir, cap, max_len });
         }
     }
     let longest = cap_repetitions(hir, REPETITION_CAPS[REPETITION_CAPS.len() - 1])
@@ -179,7 +184,8 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
 }
 
 /// Compiles an analyzed regex with the largest repetition cap whose automaton
-/// fits the size limit; returns it with its longest match.
+/// fits the size limit; returns it with its longest match (at most
+/// `analyzed.max_len`).
 pub(super) fn build(analyzed: &Analyzed) -> Result<(meta::Regex, usize), String> {
     let mut last = String::new();
     for &limit in &REPETITION_CAPS[analyzed.cap..] {
@@ -258,6 +264,7 @@ pub(super) fn syntax_summary(detail: &str) -> String {
 }
 
 /// A compiled allowlist.
+#[derive(Clone)]
 pub(super) struct Allowlist {
     regexes: Vec<regex::Regex>,
     stopwords: Vec<String>,
@@ -266,7 +273,7 @@ pub(super) struct Allowlist {
 }
 
 impl Allowlist {
-    fn compile(spec: &AllowlistSpec) -> Result<Allowlist, String> {
+    pub(super) fn compile(spec: &AllowlistSpec) -> Result<Allowlist, String> {
         let mut regexes = Vec::new();
         for r in &spec.regexes {
             let ascii = ascii_perl_classes(r).map_err(|e| format!("allowlist regex `{r}`: {e}"))?;
@@ -318,18 +325,35 @@ pub(super) struct CompiledBlock {
     pub footer_max: usize,
 }
 
-/// One rule, ready to run.
-pub(super) struct CompiledRule {
-    pub id: String,
+/// What building a rule's regex gives: the automata, and how far its matches reach.
+pub(super) struct Built {
     pub regex: meta::Regex,
     /// Longest match in bytes: the half-width of the window around a keyword.
     pub max_len: usize,
+    pub block: Option<CompiledBlock>,
+    /// Why the automaton could not be built, in which case `regex` is
+    /// [`fail_closed_regex`] and every window of the rule is redacted whole.
+    pub error: Option<String>,
+}
+
+/// One rule, checked and ready to run. Its automata are built the first
+/// time a scan needs them (see [`CompiledRule::built`]): most texts wake few
+/// rules, and building is most of what a rule costs.
+pub(super) struct CompiledRule {
+    pub id: String,
     /// Lower-cased; a match must contain one. Empty: the rule runs everywhere.
     pub keywords: Vec<Box<[u8]>>,
     pub group: SecretGroup,
     pub entropy: Option<f64>,
     pub allowlists: Vec<Allowlist>,
-    pub block: Option<CompiledBlock>,
+    /// The longest match the regex can have, known before it is built. The
+    /// built regex's `max_len` is the same unless its automaton needed a
+    /// smaller repetition cap; where it must not depend on whether the rule
+    /// was built yet (a stream's hold-back), this is used.
+    pub bound: usize,
+    regex: Analyzed,
+    block: Option<(Analyzed, Analyzed)>,
+    built: OnceLock<Built>,
 }
 
 /// The checks that need no Unicode tables: syntax (the features the `regex`
@@ -375,34 +399,28 @@ pub(super) fn check_rule(spec: &RedactRuleSpec) -> Result<Analyzed, String> {
     analyze(&spec.regex, spec.secret_group)
 }
 
-/// Compiles one rule; `analyzed` comes from [`check_rule`] on the same spec.
+/// Prepares one rule; `analyzed` comes from [`check_rule`] on the same spec.
+/// Everything but the automata: those are built by [`CompiledRule::built`].
+/// `extra_allowlists` (compiled once for all rules) apply after the rule's own.
 pub(super) fn compile_rule(
     spec: &RedactRuleSpec,
-    analyzed: &Analyzed,
-    extra_allowlists: &[AllowlistSpec],
+    analyzed: Analyzed,
+    extra_allowlists: &[Allowlist],
 ) -> Result<CompiledRule, String> {
-    let (regex, max_len) = build(analyzed)?;
     let mut allowlists = Vec::new();
-    for a in spec.allowlists.iter().chain(extra_allowlists) {
+    for a in &spec.allowlists {
         allowlists.push(Allowlist::compile(a)?);
     }
+    allowlists.extend(extra_allowlists.iter().cloned());
     let block = match &spec.continuation {
         None => None,
-        Some(c) => {
-            let (piece, piece_max) = build(&analyze(&c.piece, SecretGroup::Whole)?)?;
-            let (footer, footer_max) = build(&analyze(&c.footer, SecretGroup::Whole)?)?;
-            Some(CompiledBlock {
-                piece,
-                piece_max,
-                footer,
-                footer_max,
-            })
-        }
+        Some(c) => Some((
+            analyze(&c.piece, SecretGroup::Whole)?,
+            analyze(&c.footer, SecretGroup::Whole)?,
+        )),
     };
     Ok(CompiledRule {
         id: spec.id.clone(),
-        regex,
-        max_len,
         keywords: spec
             .keywords
             .iter()
@@ -411,11 +429,80 @@ pub(super) fn compile_rule(
         group: spec.secret_group,
         entropy: spec.entropy,
         allowlists,
+        bound: analyzed.max_len,
+        regex: analyzed,
         block,
+        built: OnceLock::new(),
     })
 }
 
+/// What a rule whose automaton cannot be built runs instead: any text, up to
+/// 64 characters (256 bytes) a match. With the rule's windows as wide as its
+/// regex could reach and its matches joined, the text around each of its
+/// keywords is redacted whole: a rule that cannot run fails closed.
+fn fail_closed_regex() -> meta::Regex {
+    static REGEX: OnceLock<meta::Regex> = OnceLock::new();
+    REGEX
+        .get_or_init(|| {
+            meta::Regex::new(r"(?s:.){1,64}")
+                .unwrap_or_else(|_| unreachable!("a fixed, small pattern builds"))
+        })
+        .clone()
+}
+
 impl CompiledRule {
+    /// The rule's automata, built on first use (once, whichever thread asks
+    /// first). A rule that passed [`Redactor::compile`](super::Redactor::compile)
+    /// always builds; one that was only checked (an imported rule built
+    /// lazily) and cannot be built gets [`fail_closed_regex`] instead.
+    pub fn built(&self) -> &Built {
+        self.built.get_or_init(|| match self.build() {
+            Ok(built) => built,
+            Err(error) => Built {
+                regex: fail_closed_regex(),
+                max_len: self.bound,
+                block: None,
+                error: Some(error),
+            },
+        })
+    }
+
+    /// Builds the automata now, reporting an error instead of failing closed.
+    pub fn build_now(&self) -> Result<(), String> {
+        match &self.built().error {
+            None => Ok(()),
+            Some(e) => Err(e.clone()),
+        }
+    }
+
+    /// Whether the automata have been built.
+    pub fn is_built(&self) -> bool {
+        self.built.get().is_some()
+    }
+
+    fn build(&self) -> Result<Built, String> {
+        let (regex, max_len) = build(&self.regex)?;
+        let block = match &self.block {
+            None => None,
+            Some((piece, footer)) => {
+                let (piece, piece_max) = build(piece)?;
+                let (footer, footer_max) = build(footer)?;
+                Some(CompiledBlock {
+                    piece,
+                    piece_max,
+                    footer,
+                    footer_max,
+                })
+            }
+        };
+        Ok(Built {
+            regex,
+            max_len,
+            block,
+            error: None,
+        })
+    }
+
     /// Whether the match `[start, end)` of `text` counts, and if so the
     /// secret's range within it. `groups` are the capture groups' ranges
     /// (index 0 = group 1), when the rule needs them.
@@ -426,6 +513,9 @@ impl CompiledRule {
         end: usize,
         groups: &[Option<(usize, usize)>],
     ) -> Option<(usize, usize)> {
+        if self.built().error.is_some() {
+            return Some((start, end));
+        }
         let whole = &text[start..end];
         if !self.keywords.is_empty() && !contains_keyword(whole.as_bytes(), &self.keywords) {
             return None;
@@ -458,7 +548,13 @@ impl CompiledRule {
 
     /// Whether the rule needs capture groups to find its secret.
     pub fn needs_groups(&self) -> bool {
-        self.group != SecretGroup::Whole
+        self.group != SecretGroup::Whole && self.built().error.is_none()
+    }
+
+    /// Whether the rule fails closed (its automaton could not be built): its
+    /// matches then join into one redaction.
+    pub fn fails_closed(&self) -> bool {
+        self.built().error.is_some()
     }
 }
 
