@@ -13,7 +13,7 @@ use regex_automata::meta;
 use regex_syntax::hir::{Hir, HirKind};
 
 use super::entropy::shannon_entropy;
-use super::syntax::ascii_perl_classes;
+use super::syntax::{ascii_ast, ascii_perl_classes};
 
 /// The longest match any rule may have, in bytes. It bounds the window a rule
 /// runs in around a keyword and the text a stream holds back.
@@ -133,8 +133,9 @@ pub struct RedactRuleError {
 /// matches within [`MAX_MATCH_LEN`].
 pub(super) struct Analyzed {
     hir: Hir,
-    /// Index into [`REPETITION_CAPS`] of the largest cap that fits.
-    cap: usize,
+    /// Index into [`REPETITION_CAPS`] of the largest cap that fits; `None`
+    /// when the regex has no unbounded repetition to cap.
+    cap: Option<usize>,
     /// Longest match under that cap: a bound on the built regex's longest
     /// match, known without building it.
     max_len: usize,
@@ -146,10 +147,11 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
     if pattern.is_empty() {
         return Err("regex is empty".to_string());
     }
-    let pattern = ascii_perl_classes(pattern).map_err(|e| format!("invalid regex: {e}"))?;
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(&pattern)
+    // The regex crate's own parser, with the ASCII classes put in between
+    // parsing and translating (what `ascii_perl_classes` would print).
+    let ast = ascii_ast(pattern).map_err(|e| format!("invalid regex: {e}"))?;
+    let hir = regex_syntax::hir::translate::Translator::new()
+        .translate(pattern, &ast)
         .map_err(|e| format!("invalid regex: {}", syntax_summary(&e.to_string())))?;
     let props = hir.properties();
     if props.minimum_len() == Some(0) {
@@ -164,20 +166,37 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
             ));
         }
     }
-    for (cap, &limit) in REPETITION_CAPS.iter().enumerate() {
-        let capped = cap_repetitions(hir.clone(), limit);
-        if let Some(max_len) = capped
-            .properties()
-            .maximum_len()
-            .filter(|&n| n <= MAX_MATCH_LEN)
-        {
-            return Ok(Analyzed { hir, cap, max_len });
+    let longest = match props.maximum_len() {
+        // Bounded already (every built-in rule): nothing to cap.
+        Some(n) if n <= MAX_MATCH_LEN => {
+            return Ok(Analyzed {
+                hir,
+                cap: None,
+                max_len: n,
+            })
         }
-    }
-    let longest = cap_repetitions(hir, REPETITION_CAPS[REPETITION_CAPS.len() - 1])
-        .properties()
-        .maximum_len()
-        .unwrap_or(usize::MAX);
+        Some(n) => n,
+        None => {
+            for (cap, &limit) in REPETITION_CAPS.iter().enumerate() {
+                let capped = cap_repetitions(hir.clone(), limit);
+                if let Some(max_len) = capped
+                    .properties()
+                    .maximum_len()
+                    .filter(|&n| n <= MAX_MATCH_LEN)
+                {
+                    return Ok(Analyzed {
+                        hir,
+                        cap: Some(cap),
+                        max_len,
+                    });
+                }
+            }
+            cap_repetitions(hir, REPETITION_CAPS[REPETITION_CAPS.len() - 1])
+                .properties()
+                .maximum_len()
+                .unwrap_or(usize::MAX)
+        }
+    };
     Err(format!(
         "regex is too large; simplify it (a match can be {longest} bytes long, the limit is {MAX_MATCH_LEN})"
     ))
@@ -187,29 +206,43 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
 /// fits the size limit; returns it with its longest match (at most
 /// `analyzed.max_len`).
 pub(super) fn build(analyzed: &Analyzed) -> Result<(meta::Regex, usize), String> {
-    let mut last = String::new();
-    for &limit in &REPETITION_CAPS[analyzed.cap..] {
+    let too_large = "regex is too large; simplify it".to_string();
+    let Some(first) = analyzed.cap else {
+        return match build_hir(&analyzed.hir) {
+            Ok(regex) => Ok((regex, analyzed.max_len)),
+            Err(None) => Err(too_large),
+            Err(Some(invalid)) => Err(invalid),
+        };
+    };
+    for &limit in &REPETITION_CAPS[first..] {
         let capped = cap_repetitions(analyzed.hir.clone(), limit);
         let max_len = capped.properties().maximum_len().unwrap_or(usize::MAX);
-        let built = meta::Builder::new()
-            .configure(
-                meta::Config::new()
-                    .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                    .dfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                    .onepass_size_limit(Some(REGEX_SIZE_LIMIT))
-                    .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
-            )
-            .build_from_hir(&capped);
-        match built {
+        match build_hir(&capped) {
             Ok(regex) => return Ok((regex, max_len)),
             // A smaller cap makes a smaller automaton: `.{0,256}` is big.
-            Err(e) if e.size_limit().is_some() => {
-                last = "regex is too large; simplify it".to_string();
-            }
-            Err(e) => return Err(format!("invalid regex: {}", syntax_summary(&e.to_string()))),
+            Err(None) => {}
+            Err(Some(invalid)) => return Err(invalid),
         }
     }
-    Err(last)
+    Err(too_large)
+}
+
+/// The automata for `hir`; `Err(None)` when they are over the size limit.
+fn build_hir(hir: &Hir) -> Result<meta::Regex, Option<String>> {
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                .dfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                .onepass_size_limit(Some(REGEX_SIZE_LIMIT))
+                .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
+        )
+        .build_from_hir(hir)
+        .map_err(|e| {
+            e.size_limit()
+                .is_none()
+                .then(|| format!("invalid regex: {}", syntax_summary(&e.to_string())))
+        })
 }
 
 /// Rewrites `x*`, `x+` and `x{n,}` as `x{0,cap}`, `x{1,cap}` and `x{n,max(n,cap)}`.
