@@ -146,3 +146,64 @@ fn policy_redaction_errors_point_at_the_policy() {
         "{out}"
     );
 }
+
+/// An imported rule is only checked at load and built when a scan first
+/// needs it. One whose automaton is over the size limit fails closed: the
+/// text its regex could reach around its keyword is redacted, and `check`
+/// says so.
+#[test]
+fn an_imported_rule_too_large_to_build_fails_closed() {
+    // A class of 450 scattered characters, 300 times: a short regex whose
+    // automaton is megabytes. (Hex escapes without letters: the importer
+    // takes `{…}` with letters in it for literal braces.)
+    let class: String = (0x100u32..0x1000)
+        .step_by(2)
+        .map(|c| format!("{c:X}"))
+        .filter(|h| h.bytes().all(|b| b.is_ascii_digit()))
+        .map(|h| format!("\\x{{{h}}}"))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("huge.toml"),
+        format!("[[rules]]\nid = \"huge-automaton\"\nregex = '''k=[{class}]{{300}}'''\nkeywords = [\"k=\"]\n"),
+    )
+    .unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\nredact:\n  defaults: true\n  gitleaks: [huge.toml]\n",
+    )
+    .unwrap();
+    let policy = policy.to_str().unwrap();
+    let o = check(policy, "human");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("warning: redaction rule `huge-automaton` cannot run, so the text around its keywords is redacted whole: regex is too large; simplify it"),
+        "{out}"
+    );
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["redact", "--policies", policy])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (before, after) = ("x".repeat(1000), "y".repeat(1000));
+    let input = format!("{before} k=abc {after}\n");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    // Its regex reaches 2 + 3 * 300 bytes from the keyword, at 1001.
+    let expected = format!(
+        "{}[REDACTED:huge-automaton]{}",
+        &input[..1001 - 902],
+        &input[1001 + 902..]
+    );
+    assert_eq!(String::from_utf8(o.stdout).unwrap(), expected);
+}

@@ -72,16 +72,28 @@ pub struct CompiledPolicy {
 }
 
 impl CompiledPolicy {
-    /// The load's warnings plus the imported redaction rules that failed to
-    /// build (they are built on first use, so this builds them now). For
-    /// `toolgate check`; costs a full redactor compile.
+    /// The load's warnings plus the imported redaction rules that fail the
+    /// checks or cannot be built (they are checked and built on first use,
+    /// so this does both now). For `toolgate check`; costs a full redactor
+    /// compile.
     pub fn all_warnings(&self) -> crate::config::Diagnostics {
         let mut all = self.warnings.clone();
-        for e in self.redactor.dropped() {
+        let problems = self
+            .redactor
+            .dropped()
+            .into_iter()
+            .map(|e| (e, "is skipped"))
+            .chain(self.redactor.unbuildable().into_iter().map(|e| {
+                (
+                    e,
+                    "cannot run, so the text around its keywords is redacted whole",
+                )
+            }));
+        for (e, what) in problems {
             all.push(crate::config::Diagnostic::new(
                 "<redact>",
                 crate::config::Position::default(),
-                format!("redaction rule `{}` is skipped: {}", e.id, e.message),
+                format!("redaction rule `{}` {what}: {}", e.id, e.message),
             ));
         }
         all

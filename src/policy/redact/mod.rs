@@ -4,12 +4,15 @@
 //! keywords. One prefilter pass over the text finds where keywords occur,
 //! and a rule's regex runs only in windows around its own keywords (rules
 //! without keywords run over all text), so clean text costs about one scan no
-//! matter how many rules a policy has. The same scanner serves whole texts
+//! matter how many rules a policy has. Likewise a rule's automata are built
+//! only when a scan first needs them ([`LazyRedactor`]): an output that wakes
+//! one rule builds one. The same scanner serves whole texts
 //! ([`Redactor::redact`]) and streams ([`Redactor::stream`]) and gives the
 //! same result for any split of a text into chunks.
 //!
 //! Modules: [`rules`] (specs, regex bounds, entropy and allowlists),
-//! `prefilter` (keywords), `scan` (the windowed search), [`stream`],
+//! `prefilter` (keywords) with its SIMD first stage `fingerprint`, `scan`
+//! (the windowed search), [`stream`],
 //! [`gitleaks`] (importing gitleaks configs), `builtin` (the default set).
 
 use std::borrow::Cow;
@@ -19,6 +22,7 @@ use std::sync::{Mutex, OnceLock};
 
 mod builtin;
 mod entropy;
+mod fingerprint;
 pub mod gitleaks;
 mod prefilter;
 pub mod rules;
@@ -37,7 +41,7 @@ pub use rules::{
 pub use stream::{redact_io, StreamRedactor};
 
 use prefilter::Keywords;
-use rules::{check_rule, check_syntax, compile_rule, CompiledRule};
+use rules::{check_rule, check_syntax, compile_rule, Allowlist, CompiledRule};
 use scan::{Scanner, Span};
 use stream::{sort_spans, Emitter};
 
@@ -64,6 +68,8 @@ impl Redactor {
     /// shows everything to fix: a bad or empty regex, one that is too large
     /// or matches the empty string, a `secret_group` the regex does not
     /// have, an empty id or keyword, a bad allowlist, and duplicate ids.
+    /// Every rule's automata are built here (that is how "too large" is
+    /// known); [`LazyRedactor`] builds each on first use instead.
     pub fn compile(
         defaults: bool,
         rules: &[RedactRuleSpec],
@@ -82,8 +88,30 @@ impl Redactor {
         } else {
             Vec::new()
         };
+        Redactor::assemble(&builtin, rules, allowlists, true)
+    }
+
+    /// Checks every rule and prepares the set; with `eager`, also builds
+    /// every automaton (so a rule too large to build is an error here),
+    /// else each is built the first time a scan needs it.
+    fn assemble(
+        builtin: &[RedactRuleSpec],
+        rules: &[RedactRuleSpec],
+        allowlists: &[AllowlistSpec],
+        eager: bool,
+    ) -> Result<Redactor, Vec<RedactRuleError>> {
         let builtin_count = builtin.len();
         let mut errors = Vec::new();
+        let mut shared = Vec::new();
+        for a in allowlists {
+            match Allowlist::compile(a) {
+                Ok(a) => shared.push(a),
+                Err(message) => errors.push(RedactRuleError {
+                    id: String::new(),
+                    message,
+                }),
+            }
+        }
         let mut compiled = Vec::new();
         let mut first_index: HashMap<&str, usize> = HashMap::new();
         for (index, spec) in builtin.iter().chain(rules).enumerate() {
@@ -108,7 +136,14 @@ impl Redactor {
             } else {
                 first_index.insert(&spec.id, index);
             }
-            let rule = check_rule(spec).and_then(|a| compile_rule(spec, &a, allowlists));
+            let rule = check_rule(spec)
+                .and_then(|a| compile_rule(spec, a, &shared))
+                .and_then(|rule| {
+                    if eager {
+                        rule.build_now()?;
+                    }
+                    Ok(rule)
+                });
             match (rule, ok) {
                 (Ok(rule), true) => compiled.push(rule),
                 (Ok(_), false) => {}
@@ -222,7 +257,7 @@ impl Redactor {
         StreamRedactor::new(self)
     }
 
-    /// Number of compiled rules.
+    /// Number of rules.
     pub fn len(&self) -> usize {
         self.rules.len()
     }
@@ -237,10 +272,21 @@ impl Redactor {
         self.rules.iter().map(|r| r.id.as_str())
     }
 
+    /// Ids of the rules whose automata have been built so far: a rule is
+    /// built the first time a scan needs it (a keyword of it occurs, or it
+    /// has none), unless the set was made by [`Redactor::compile`], which
+    /// builds every rule to check it.
+    pub fn built_rule_ids(&self) -> impl Iterator<Item = &str> {
+        self.rules
+            .iter()
+            .filter(|r| r.is_built())
+            .map(|r| r.id.as_str())
+    }
+
     /// The most text a stream holds back beyond the current chunk: the
     /// longest match of any rule plus the longest keyword.
     pub fn max_hold_back(&self) -> usize {
-        let longest = self.rules.iter().map(|r| 2 * r.max_len).max().unwrap_or(0);
+        let longest = self.rules.iter().map(|r| 2 * r.bound).max().unwrap_or(0);
         longest + self.keywords.as_ref().map_or(0, Keywords::max_len)
     }
 
@@ -251,12 +297,14 @@ impl Redactor {
     }
 }
 
-/// A [`Redactor`] compiled on first use.
+/// A [`Redactor`] compiled on first use, rule by rule.
 ///
-/// Compiling the built-in regexes is most of what a cold start costs, and a
-/// before-hook (`eval`, a PreToolUse hook) never redacts. So a policy only
-/// *checks* its rules at load — a broken rule still fails the load — and
-/// compiles the full set the first time output is redacted.
+/// Building the rules' automata is most of what a cold start costs, a
+/// before-hook (`eval`, a PreToolUse hook) never redacts, and an after-hook's
+/// output usually wakes one or two rules. So a policy only *checks* its rules
+/// at load — a broken rule still fails the load — prepares the set (checks,
+/// keyword prefilter) the first time output is redacted, and builds a rule's
+/// automata the first time a scan needs them.
 pub struct LazyRedactor {
     defaults: bool,
     rules: Vec<RedactRuleSpec>,
@@ -360,7 +408,8 @@ impl LazyRedactor {
         })
     }
 
-    /// The compiled redactor.
+    /// The redactor: its rules checked and its prefilter built on the first
+    /// call; each rule's automata are built when a scan first needs them.
     pub fn get(&self) -> &Redactor {
         self.cell.get_or_init(|| {
             let mut specs: Vec<RedactRuleSpec> = Vec::new();
@@ -371,17 +420,20 @@ impl LazyRedactor {
                     .collect();
             }
             specs.extend(self.rules.iter().cloned());
-            // Every rule was checked at load; a rule can still fail to build
-            // (an automaton over the size limit). It is dropped and reported
-            // by `dropped`, and the others still run.
-            match Redactor::compile_with(false, &specs, &self.allowlists) {
+            // The policy's own rules were built at load and the built-in ones
+            // are built by a test, so they build again; an imported rule was
+            // only checked for syntax. One failing the remaining checks is
+            // dropped and reported by `dropped`, and the others still run. One
+            // whose automaton cannot be built fails closed when it is woken
+            // (see `CompiledRule::built`), and `unbuildable` reports it.
+            match Redactor::assemble(&[], &specs, &self.allowlists, false) {
                 Ok(r) => r,
                 Err(errors) => {
                     specs.retain(|s| !errors.iter().any(|e| e.id == s.id));
                     if let Ok(mut d) = self.dropped.lock() {
                         d.extend(errors);
                     }
-                    Redactor::compile_with(false, &specs, &self.allowlists)
+                    Redactor::assemble(&[], &specs, &self.allowlists, false)
                         .or_else(|_| Redactor::compile(false, &[]))
                         .unwrap_or_else(|_| unreachable!("an empty rule set always compiles"))
                 }
@@ -389,10 +441,26 @@ impl LazyRedactor {
         })
     }
 
-    /// Compiles now and returns the rules that had to be dropped, for `check`.
+    /// Checks the rules now and returns those that had to be dropped, for `check`.
     pub fn dropped(&self) -> Vec<RedactRuleError> {
         self.get();
         self.dropped.lock().map(|d| d.clone()).unwrap_or_default()
+    }
+
+    /// Builds every rule now and returns those whose automaton cannot be
+    /// built (they redact the text around their keywords whole), for
+    /// `check`. Costs what building the whole set costs.
+    pub fn unbuildable(&self) -> Vec<RedactRuleError> {
+        self.get()
+            .rules
+            .iter()
+            .filter_map(|r| {
+                r.build_now().err().map(|message| RedactRuleError {
+                    id: r.id.clone(),
+                    message,
+                })
+            })
+            .collect()
     }
 
     /// Number of rules, without compiling them.

@@ -7,11 +7,13 @@
 //! stream hold back a fixed amount of text: repetitions without an upper
 //! bound (`+`, `*`, `{n,}`) are capped at compile time (see [`MAX_MATCH_LEN`]).
 
+use std::sync::OnceLock;
+
 use regex_automata::meta;
 use regex_syntax::hir::{Hir, HirKind};
 
 use super::entropy::shannon_entropy;
-use super::syntax::ascii_perl_classes;
+use super::syntax::{ascii_ast, ascii_perl_classes};
 
 /// The longest match any rule may have, in bytes. It bounds the window a rule
 /// runs in around a keyword and the text a stream holds back.
@@ -131,8 +133,12 @@ pub struct RedactRuleError {
 /// matches within [`MAX_MATCH_LEN`].
 pub(super) struct Analyzed {
     hir: Hir,
-    /// Index into [`REPETITION_CAPS`] of the largest cap that fits.
-    cap: usize,
+    /// Index into [`REPETITION_CAPS`] of the largest cap that fits; `None`
+    /// when the regex has no unbounded repetition to cap.
+    cap: Option<usize>,
+    /// Longest match under that cap: a bound on the built regex's longest
+    /// match, known without building it.
+    max_len: usize,
 }
 
 /// Parses and checks `pattern` without compiling it: syntax, empty matches,
@@ -141,10 +147,11 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
     if pattern.is_empty() {
         return Err("regex is empty".to_string());
     }
-    let pattern = ascii_perl_classes(pattern).map_err(|e| format!("invalid regex: {e}"))?;
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(&pattern)
+    // The regex crate's own parser, with the ASCII classes put in between
+    // parsing and translating (what `ascii_perl_classes` would print).
+    let ast = ascii_ast(pattern).map_err(|e| format!("invalid regex: {e}"))?;
+    let hir = regex_syntax::hir::translate::Translator::new()
+        .translate(pattern, &ast)
         .map_err(|e| format!("invalid regex: {}", syntax_summary(&e.to_string())))?;
     let props = hir.properties();
     if props.minimum_len() == Some(0) {
@@ -159,51 +166,83 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
             ));
         }
     }
-    for (cap, &limit) in REPETITION_CAPS.iter().enumerate() {
-        let capped = cap_repetitions(hir.clone(), limit);
-        if capped
-            .properties()
-            .maximum_len()
-            .is_some_and(|n| n <= MAX_MATCH_LEN)
-        {
-            return Ok(Analyzed { hir, cap });
+    let longest = match props.maximum_len() {
+        // Bounded already (every built-in rule): nothing to cap.
+        Some(n) if n <= MAX_MATCH_LEN => {
+            return Ok(Analyzed {
+                hir,
+                cap: None,
+                max_len: n,
+            })
         }
-    }
-    let longest = cap_repetitions(hir, REPETITION_CAPS[REPETITION_CAPS.len() - 1])
-        .properties()
-        .maximum_len()
-        .unwrap_or(usize::MAX);
+        Some(n) => n,
+        None => {
+            for (cap, &limit) in REPETITION_CAPS.iter().enumerate() {
+                let capped = cap_repetitions(hir.clone(), limit);
+                if let Some(max_len) = capped
+                    .properties()
+                    .maximum_len()
+                    .filter(|&n| n <= MAX_MATCH_LEN)
+                {
+                    return Ok(Analyzed {
+                        hir,
+                        cap: Some(cap),
+                        max_len,
+                    });
+                }
+            }
+            cap_repetitions(hir, REPETITION_CAPS[REPETITION_CAPS.len() - 1])
+                .properties()
+                .maximum_len()
+                .unwrap_or(usize::MAX)
+        }
+    };
     Err(format!(
         "regex is too large; simplify it (a match can be {longest} bytes long, the limit is {MAX_MATCH_LEN})"
     ))
 }
 
 /// Compiles an analyzed regex with the largest repetition cap whose automaton
-/// fits the size limit; returns it with its longest match.
+/// fits the size limit; returns it with its longest match (at most
+/// `analyzed.max_len`).
 pub(super) fn build(analyzed: &Analyzed) -> Result<(meta::Regex, usize), String> {
-    let mut last = String::new();
-    for &limit in &REPETITION_CAPS[analyzed.cap..] {
+    let too_large = "regex is too large; simplify it".to_string();
+    let Some(first) = analyzed.cap else {
+        return match build_hir(&analyzed.hir) {
+            Ok(regex) => Ok((regex, analyzed.max_len)),
+            Err(None) => Err(too_large),
+            Err(Some(invalid)) => Err(invalid),
+        };
+    };
+    for &limit in &REPETITION_CAPS[first..] {
         let capped = cap_repetitions(analyzed.hir.clone(), limit);
         let max_len = capped.properties().maximum_len().unwrap_or(usize::MAX);
-        let built = meta::Builder::new()
-            .configure(
-                meta::Config::new()
-                    .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                    .dfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                    .onepass_size_limit(Some(REGEX_SIZE_LIMIT))
-                    .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
-            )
-            .build_from_hir(&capped);
-        match built {
+        match build_hir(&capped) {
             Ok(regex) => return Ok((regex, max_len)),
             // A smaller cap makes a smaller automaton: `.{0,256}` is big.
-            Err(e) if e.size_limit().is_some() => {
-                last = "regex is too large; simplify it".to_string();
-            }
-            Err(e) => return Err(format!("invalid regex: {}", syntax_summary(&e.to_string()))),
+            Err(None) => {}
+            Err(Some(invalid)) => return Err(invalid),
         }
     }
-    Err(last)
+    Err(too_large)
+}
+
+/// The automata for `hir`; `Err(None)` when they are over the size limit.
+fn build_hir(hir: &Hir) -> Result<meta::Regex, Option<String>> {
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                .dfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                .onepass_size_limit(Some(REGEX_SIZE_LIMIT))
+                .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
+        )
+        .build_from_hir(hir)
+        .map_err(|e| {
+            e.size_limit()
+                .is_none()
+                .then(|| format!("invalid regex: {}", syntax_summary(&e.to_string())))
+        })
 }
 
 /// Rewrites `x*`, `x+` and `x{n,}` as `x{0,cap}`, `x{1,cap}` and `x{n,max(n,cap)}`.
@@ -258,6 +297,7 @@ pub(super) fn syntax_summary(detail: &str) -> String {
 }
 
 /// A compiled allowlist.
+#[derive(Clone)]
 pub(super) struct Allowlist {
     regexes: Vec<regex::Regex>,
     stopwords: Vec<String>,
@@ -266,7 +306,7 @@ pub(super) struct Allowlist {
 }
 
 impl Allowlist {
-    fn compile(spec: &AllowlistSpec) -> Result<Allowlist, String> {
+    pub(super) fn compile(spec: &AllowlistSpec) -> Result<Allowlist, String> {
         let mut regexes = Vec::new();
         for r in &spec.regexes {
             let ascii = ascii_perl_classes(r).map_err(|e| format!("allowlist regex `{r}`: {e}"))?;
@@ -318,18 +358,35 @@ pub(super) struct CompiledBlock {
     pub footer_max: usize,
 }
 
-/// One rule, ready to run.
-pub(super) struct CompiledRule {
-    pub id: String,
+/// What building a rule's regex gives: the automata, and how far its matches reach.
+pub(super) struct Built {
     pub regex: meta::Regex,
     /// Longest match in bytes: the half-width of the window around a keyword.
     pub max_len: usize,
+    pub block: Option<CompiledBlock>,
+    /// Why the automaton could not be built, in which case `regex` is
+    /// [`fail_closed_regex`] and every window of the rule is redacted whole.
+    pub error: Option<String>,
+}
+
+/// One rule, checked and ready to run. Its automata are built the first
+/// time a scan needs them (see [`CompiledRule::built`]): most texts wake few
+/// rules, and building is most of what a rule costs.
+pub(super) struct CompiledRule {
+    pub id: String,
     /// Lower-cased; a match must contain one. Empty: the rule runs everywhere.
     pub keywords: Vec<Box<[u8]>>,
     pub group: SecretGroup,
     pub entropy: Option<f64>,
     pub allowlists: Vec<Allowlist>,
-    pub block: Option<CompiledBlock>,
+    /// The longest match the regex can have, known before it is built. The
+    /// built regex's `max_len` is the same unless its automaton needed a
+    /// smaller repetition cap; where it must not depend on whether the rule
+    /// was built yet (a stream's hold-back), this is used.
+    pub bound: usize,
+    regex: Analyzed,
+    block: Option<(Analyzed, Analyzed)>,
+    built: OnceLock<Built>,
 }
 
 /// The checks that need no Unicode tables: syntax (the features the `regex`
@@ -375,34 +432,28 @@ pub(super) fn check_rule(spec: &RedactRuleSpec) -> Result<Analyzed, String> {
     analyze(&spec.regex, spec.secret_group)
 }
 
-/// Compiles one rule; `analyzed` comes from [`check_rule`] on the same spec.
+/// Prepares one rule; `analyzed` comes from [`check_rule`] on the same spec.
+/// Everything but the automata: those are built by [`CompiledRule::built`].
+/// `extra_allowlists` (compiled once for all rules) apply after the rule's own.
 pub(super) fn compile_rule(
     spec: &RedactRuleSpec,
-    analyzed: &Analyzed,
-    extra_allowlists: &[AllowlistSpec],
+    analyzed: Analyzed,
+    extra_allowlists: &[Allowlist],
 ) -> Result<CompiledRule, String> {
-    let (regex, max_len) = build(analyzed)?;
     let mut allowlists = Vec::new();
-    for a in spec.allowlists.iter().chain(extra_allowlists) {
+    for a in &spec.allowlists {
         allowlists.push(Allowlist::compile(a)?);
     }
+    allowlists.extend(extra_allowlists.iter().cloned());
     let block = match &spec.continuation {
         None => None,
-        Some(c) => {
-            let (piece, piece_max) = build(&analyze(&c.piece, SecretGroup::Whole)?)?;
-            let (footer, footer_max) = build(&analyze(&c.footer, SecretGroup::Whole)?)?;
-            Some(CompiledBlock {
-                piece,
-                piece_max,
-                footer,
-                footer_max,
-            })
-        }
+        Some(c) => Some((
+            analyze(&c.piece, SecretGroup::Whole)?,
+            analyze(&c.footer, SecretGroup::Whole)?,
+        )),
     };
     Ok(CompiledRule {
         id: spec.id.clone(),
-        regex,
-        max_len,
         keywords: spec
             .keywords
             .iter()
@@ -411,11 +462,80 @@ pub(super) fn compile_rule(
         group: spec.secret_group,
         entropy: spec.entropy,
         allowlists,
+        bound: analyzed.max_len,
+        regex: analyzed,
         block,
+        built: OnceLock::new(),
     })
 }
 
+/// What a rule whose automaton cannot be built runs instead: any text, up to
+/// 64 characters (256 bytes) a match. With the rule's windows as wide as its
+/// regex could reach and its matches joined, the text around each of its
+/// keywords is redacted whole: a rule that cannot run fails closed.
+fn fail_closed_regex() -> meta::Regex {
+    static REGEX: OnceLock<meta::Regex> = OnceLock::new();
+    REGEX
+        .get_or_init(|| {
+            meta::Regex::new(r"(?s:.){1,64}")
+                .unwrap_or_else(|_| unreachable!("a fixed, small pattern builds"))
+        })
+        .clone()
+}
+
 impl CompiledRule {
+    /// The rule's automata, built on first use (once, whichever thread asks
+    /// first). A rule that passed [`Redactor::compile`](super::Redactor::compile)
+    /// always builds; one that was only checked (an imported rule built
+    /// lazily) and cannot be built gets [`fail_closed_regex`] instead.
+    pub fn built(&self) -> &Built {
+        self.built.get_or_init(|| match self.build() {
+            Ok(built) => built,
+            Err(error) => Built {
+                regex: fail_closed_regex(),
+                max_len: self.bound,
+                block: None,
+                error: Some(error),
+            },
+        })
+    }
+
+    /// Builds the automata now, reporting an error instead of failing closed.
+    pub fn build_now(&self) -> Result<(), String> {
+        match &self.built().error {
+            None => Ok(()),
+            Some(e) => Err(e.clone()),
+        }
+    }
+
+    /// Whether the automata have been built.
+    pub fn is_built(&self) -> bool {
+        self.built.get().is_some()
+    }
+
+    fn build(&self) -> Result<Built, String> {
+        let (regex, max_len) = build(&self.regex)?;
+        let block = match &self.block {
+            None => None,
+            Some((piece, footer)) => {
+                let (piece, piece_max) = build(piece)?;
+                let (footer, footer_max) = build(footer)?;
+                Some(CompiledBlock {
+                    piece,
+                    piece_max,
+                    footer,
+                    footer_max,
+                })
+            }
+        };
+        Ok(Built {
+            regex,
+            max_len,
+            block,
+            error: None,
+        })
+    }
+
     /// Whether the match `[start, end)` of `text` counts, and if so the
     /// secret's range within it. `groups` are the capture groups' ranges
     /// (index 0 = group 1), when the rule needs them.
@@ -426,6 +546,9 @@ impl CompiledRule {
         end: usize,
         groups: &[Option<(usize, usize)>],
     ) -> Option<(usize, usize)> {
+        if self.built().error.is_some() {
+            return Some((start, end));
+        }
         let whole = &text[start..end];
         if !self.keywords.is_empty() && !contains_keyword(whole.as_bytes(), &self.keywords) {
             return None;
@@ -458,7 +581,13 @@ impl CompiledRule {
 
     /// Whether the rule needs capture groups to find its secret.
     pub fn needs_groups(&self) -> bool {
-        self.group != SecretGroup::Whole
+        self.group != SecretGroup::Whole && self.built().error.is_none()
+    }
+
+    /// Whether the rule fails closed (its automaton could not be built): its
+    /// matches then join into one redaction.
+    pub fn fails_closed(&self) -> bool {
+        self.built().error.is_some()
     }
 }
 

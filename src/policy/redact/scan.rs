@@ -11,7 +11,10 @@
 //! - a match counts when it contains one of the rule's keywords and its
 //!   secret passes the entropy threshold and allowlists;
 //! - a block rule (private keys) continues after its match, piece by piece,
-//!   until its footer or a piece fails.
+//!   until its footer or a piece fails;
+//! - a rule is built when its first window opens (see
+//!   [`CompiledRule::built`]); one that cannot be built matches its windows
+//!   whole, so they are redacted.
 //!
 //! Whether a match found so far is final depends only on the next `L` bytes
 //! (a match starting at `s` ends by `s + L`), so a stream holds back that
@@ -31,8 +34,9 @@ pub(super) struct Span {
     pub start: usize,
     pub end: usize,
     pub rule: u32,
-    /// Continues the block span that ended exactly at `start`, so the two
-    /// become one redaction even though they only touch.
+    /// Continues the span that ended exactly at `start` (a block's, or a
+    /// rule's that fails closed), so the two become one redaction even
+    /// though they only touch.
     pub joins: bool,
 }
 
@@ -139,21 +143,22 @@ impl Scanner {
         }
         let mut frontier = end;
         for (rule, state) in r.rules.iter().zip(&self.states) {
+            // `bound`, not the built regex's reach: the same whether or not
+            // the rule has been built, and never less.
             let earliest = match (state.block, state.intervals.front()) {
                 (Some(piece), _) => piece,
                 (None, Some(&(start, _))) => state.next.max(start),
-                (None, None) => state
-                    .next
-                    .max(self.keyword_pos.saturating_sub(rule.max_len)),
+                (None, None) => state.next.max(self.keyword_pos.saturating_sub(rule.bound)),
             };
             frontier = frontier.min(earliest);
         }
         frontier
     }
 
-    /// Records a keyword hit of `rule` at `at`.
+    /// Records a keyword hit of `rule` at `at`, building the rule if this is
+    /// its first (the window's width is its regex's longest match).
     fn hit(&mut self, r: &Redactor, rule: usize, at: usize) {
-        let reach = r.rules[rule].max_len;
+        let reach = r.rules[rule].built().max_len;
         let (start, end) = (at.saturating_sub(reach), at.saturating_add(reach));
         let intervals = &mut self.states[rule].intervals;
         match intervals.back_mut() {
@@ -165,7 +170,6 @@ impl Scanner {
     /// Searches `rule`'s intervals as far as the text seen so far decides.
     fn progress(&mut self, r: &Redactor, rule: usize, view: View<'_>, spans: &mut Vec<Span>) {
         let compiled = &r.rules[rule];
-        let reach = compiled.max_len;
         loop {
             if self.states[rule].block.is_some()
                 && !self.continue_block(compiled, rule, view, spans)
@@ -176,6 +180,8 @@ impl Scanner {
             let Some(&(start, end)) = state.intervals.front() else {
                 return;
             };
+            // A rule without keywords is built here, on its first interval.
+            let reach = compiled.built().max_len;
             // An interval is final once no later keyword can widen it.
             let last = state.intervals.len() == 1;
             let is_final = view.eof
@@ -220,9 +226,9 @@ impl Scanner {
                     start: view.base + s,
                     end: view.base + e,
                     rule: rule as u32,
-                    joins: false,
+                    joins: compiled.fails_closed(),
                 });
-                if compiled.block.is_some() {
+                if compiled.built().block.is_some() {
                     state.block = Some(m_end);
                 }
             }
@@ -240,14 +246,13 @@ impl Scanner {
     ) -> Option<(usize, usize)> {
         let state = &mut self.states[rule];
         let input = Input::new(view.buf.as_bytes()).span(state.next - view.base..bound - view.base);
+        let regex = &compiled.built().regex;
         if !compiled.needs_groups() {
-            let m = compiled.regex.search(&input)?;
+            let m = regex.search(&input)?;
             return Some((view.base + m.start(), view.base + m.end()));
         }
-        let caps = state
-            .caps
-            .get_or_insert_with(|| compiled.regex.create_captures());
-        compiled.regex.search_captures(&input, caps);
+        let caps = state.caps.get_or_insert_with(|| regex.create_captures());
+        regex.search_captures(&input, caps);
         let m = caps.get_match()?;
         self.groups.clear();
         for g in 1..caps.group_len() {
@@ -266,7 +271,7 @@ impl Scanner {
         view: View<'_>,
         spans: &mut Vec<Span>,
     ) -> bool {
-        let Some(block) = &compiled.block else {
+        let Some(block) = &compiled.built().block else {
             self.states[rule].block = None;
             return true;
         };

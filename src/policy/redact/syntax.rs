@@ -13,13 +13,21 @@ use regex_syntax::ast::{self, Ast};
 /// boundaries as `(?-u:\b)`. `Err` says why the pattern does not parse
 /// (look-around, backreferences, … — syntax the `regex` crate does not have).
 pub fn ascii_perl_classes(pattern: &str) -> Result<String, String> {
-    let mut tree = parse(pattern)?;
-    asciify(&mut tree);
+    let tree = ascii_ast(pattern)?;
     let mut out = String::new();
     ast::print::Printer::new()
         .print(&tree, &mut out)
         .map_err(|e| e.to_string())?;
     Ok(out)
+}
+
+/// What [`ascii_perl_classes`] prints, as a syntax tree: for translating
+/// straight to HIR (with `pattern` for the spans), without printing and
+/// parsing it again.
+pub(super) fn ascii_ast(pattern: &str) -> Result<Ast, String> {
+    let mut tree = parse(pattern)?;
+    asciify(&mut tree);
+    Ok(tree)
 }
 
 /// How many capture groups `pattern` has, after the same syntax checks as

@@ -394,3 +394,37 @@ fn no_rescan_of_replacement_text() {
     let r = Redactor::compile(false, &[rule("red", r"REDACTED|secret", &[], 0)]).unwrap();
     assert_eq!(r.redact("a secret b"), "a [REDACTED:red] b");
 }
+
+/// The rule regexes are translated from the rewritten syntax tree, not
+/// printed and parsed again: the same HIR either way.
+#[test]
+fn ascii_classes_translate_like_their_printed_form() {
+    let mut patterns: Vec<String> = default_rules()
+        .into_iter()
+        .flat_map(|r| {
+            let mut p = vec![r.regex];
+            if let Some(c) = r.continuation {
+                p.extend([c.piece, c.footer]);
+            }
+            p
+        })
+        .collect();
+    patterns.extend(
+        [
+            r"\bid=\w{4}\b",
+            r"(?i)[\d\s\W]+\B",
+            r"[^\w\D]{2}",
+            r"a\b{start}b",
+        ]
+        .map(String::from),
+    );
+    for p in patterns {
+        let printed = syntax::ascii_perl_classes(&p).unwrap();
+        let reparsed = regex_syntax::parse(&printed).unwrap();
+        let ast = syntax::ascii_ast(&p).unwrap();
+        let direct = regex_syntax::hir::translate::Translator::new()
+            .translate(&p, &ast)
+            .unwrap();
+        assert_eq!(direct, reparsed, "{p}");
+    }
+}

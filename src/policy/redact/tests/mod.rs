@@ -8,6 +8,8 @@ mod builtin;
 mod engine;
 mod generated;
 mod gitleaks;
+mod lazy;
+mod simd;
 mod streaming;
 
 // Secrets are assembled from parts at run time: a literal that looks like a

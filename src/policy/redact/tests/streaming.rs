@@ -7,7 +7,7 @@ use proptest::prelude::*;
 /// Pieces that make interesting texts when strung together: secrets of
 /// several shapes, their prefixes and keywords alone, block markers, and
 /// multi-byte characters to split in the middle of.
-fn atoms() -> Vec<String> {
+pub(super) fn atoms() -> Vec<String> {
     let pem = (0..3).map(|i| gen(B64, 64, i) + "\n").collect::<String>();
     vec![
         format!("ghp_{}", gen(ALNUM, 36, 1)),
@@ -54,7 +54,7 @@ fn atoms() -> Vec<String> {
     ]
 }
 
-fn streamed(r: &Redactor, text: &str, cuts: &[usize]) -> String {
+pub(super) fn streamed(r: &Redactor, text: &str, cuts: &[usize]) -> String {
     let mut cuts: Vec<usize> = cuts
         .iter()
         .map(|c| {
