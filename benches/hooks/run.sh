@@ -9,10 +9,16 @@
 # `cargo build --release`; see docs/performance.md.
 set -euo pipefail
 repo="$(pwd)"
-bin="${TOOLGATE:-${CARGO_TARGET_DIR:-$repo/target}/release/toolgate}"
+built="${TOOLGATE:-${CARGO_TARGET_DIR:-$repo/target}/release/toolgate}"
 python="${PYTHON:-/usr/bin/python3}"
 path_python="$(command -v python3)"
 ws="$(mktemp -d)"   # no policies/ folder here: the embedded default policy
+# Time an installed copy, as `cargo install` makes one. The linker writes the
+# binary through mmap, which leaves it in the page cache as 4 KiB pages; a
+# copied (or freshly read) file is cached in large folios, which map with
+# fewer page faults at every start (204 against 234 here, 1.4 against 1.9 ms).
+mkdir -p "$ws/bin" && cp "$built" "$ws/bin/toolgate"
+bin="$ws/bin/toolgate"
 mkdir -p "$ws/src" && echo 'fn main() {}' > "$ws/src/main.rs"
 for f in pre-bash pre-read post-secret; do
   sed "s|@WS@|$ws|g" "$repo/benches/hooks/$f.json" > "$ws/$f.json"
