@@ -495,11 +495,19 @@ pub fn go_literal_braces(pattern: &str) -> String {
         let c = chars[i];
         match c {
             '\\' => {
-                out.push(c);
-                if let Some(&next) = chars.get(i + 1) {
-                    out.push(next);
-                }
-                i += 2;
+                // `\p{Greek}`, `\P{L}`, `\x{263a}`: the braces belong to the
+                // escape in both dialects; copy it whole.
+                let braced = matches!(chars.get(i + 1), Some('p' | 'P' | 'x'))
+                    && chars.get(i + 2) == Some(&'{');
+                let close = braced
+                    .then(|| (i + 3..chars.len()).find(|&k| chars[k] == '}'))
+                    .flatten();
+                let stop = match close {
+                    Some(k) => k + 1,
+                    None => (i + 2).min(chars.len()),
+                };
+                out.extend(&chars[i..stop]);
+                i = stop;
                 continue;
             }
             '[' if !in_class => {

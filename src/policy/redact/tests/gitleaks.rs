@@ -200,6 +200,18 @@ fn perl_classes_mean_what_they_mean_in_go() {
 }
 
 #[test]
+fn unicode_classes_import_and_match() {
+    // `\p{L}` is a letter in both dialects; its braces are not literal text.
+    let import =
+        parse("[[rules]]\nid = \"u\"\nregex = '''tku_\\p{L}{4}'''\nkeywords = [\"tku_\"]\n")
+            .unwrap();
+    assert!(import.warnings.is_empty());
+    let r = Redactor::compile(false, &import.rules).unwrap();
+    assert_eq!(r.redact("tku_éabc"), "[REDACTED:u]");
+    assert_eq!(r.redact("tku_1abc"), "tku_1abc");
+}
+
+#[test]
 fn go_literal_braces_are_escaped() {
     use crate::policy::redact::gitleaks::go_literal_braces;
     assert_eq!(go_literal_braces(r"a{2}b{1,}c{3,4}"), r"a{2}b{1,}c{3,4}");
@@ -207,4 +219,11 @@ fn go_literal_braces_are_escaped() {
     assert_eq!(go_literal_braces(r"{{x}}-{\d+}$"), r"\{\{x}}-\{\d+}$");
     assert_eq!(go_literal_braces(r"[{}]{2}[]{]x{"), r"[{}]{2}[]{]x\{");
     assert_eq!(go_literal_braces(r"[[:alpha:]{]{a"), r"[[:alpha:]{]\{a");
+    // Braces that belong to an escape stay as they are.
+    assert_eq!(go_literal_braces(r"\p{L}+{x}"), r"\p{L}+\{x}");
+    assert_eq!(
+        go_literal_braces(r"[\P{Greek}]{2}\x{263a}"),
+        r"[\P{Greek}]{2}\x{263a}"
+    );
+    assert_eq!(go_literal_braces(r"a\"), r"a\");
 }
