@@ -7,7 +7,7 @@
 //! stream hold back a fixed amount of text: repetitions without an upper
 //! bound (`+`, `*`, `{n,}`) are capped at compile time (see [`MAX_MATCH_LEN`]).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex_automata::meta;
 use regex_syntax::hir::{Hir, HirKind};
@@ -79,9 +79,10 @@ pub struct AllowlistSpec {
 }
 
 impl AllowlistSpec {
-    /// Whether the allowlist compiles: its regexes, its stopwords.
+    /// Whether the allowlist compiles: its regexes (built, so a regex too
+    /// large is an error too), its stopwords.
     pub fn check(&self) -> Result<(), String> {
-        Allowlist::compile(self).map(|_| ())
+        Allowlist::compile(self)?.build_now()
     }
 }
 
@@ -296,38 +297,78 @@ pub(super) fn syntax_summary(detail: &str) -> String {
     format!("{}…", &reason[..cut])
 }
 
-/// A compiled allowlist.
+/// A checked allowlist. Its regexes are built the first time a finding
+/// reaches it: most texts have no finding at all, and an imported gitleaks
+/// config carries dozens of allowlist regexes (building them was 90% of the
+/// first redaction with gitleaks' default config). Clones share the build.
 #[derive(Clone)]
 pub(super) struct Allowlist {
-    regexes: Vec<regex::Regex>,
+    /// The regexes, with ASCII `\d \w \s \b` made explicit.
+    patterns: Arc<[String]>,
+    /// Built on first use; `None` when one is over the size limit, and then
+    /// the allowlist never applies (the finding stays redacted).
+    regexes: Arc<OnceLock<Option<Vec<regex::Regex>>>>,
     stopwords: Vec<String>,
     target: AllowTarget,
     require_all: bool,
 }
 
 impl Allowlist {
+    /// Checks the spec (regex syntax, stopwords) without building anything.
     pub(super) fn compile(spec: &AllowlistSpec) -> Result<Allowlist, String> {
-        let mut regexes = Vec::new();
+        let mut patterns = Vec::new();
         for r in &spec.regexes {
             let ascii = ascii_perl_classes(r).map_err(|e| format!("allowlist regex `{r}`: {e}"))?;
-            let re = regex::RegexBuilder::new(&ascii)
-                .size_limit(REGEX_SIZE_LIMIT)
-                .dfa_size_limit(REGEX_SIZE_LIMIT)
+            regex_syntax::ParserBuilder::new()
                 .build()
+                .parse(&ascii)
                 .map_err(|e| {
                     format!("allowlist regex `{r}`: {}", syntax_summary(&e.to_string()))
                 })?;
-            regexes.push(re);
+            patterns.push(ascii);
         }
         if spec.stopwords.iter().any(String::is_empty) {
             return Err("allowlist stopwords must not be empty strings".to_string());
         }
         Ok(Allowlist {
-            regexes,
+            patterns: patterns.into(),
+            regexes: Arc::new(OnceLock::new()),
             stopwords: spec.stopwords.iter().map(|w| w.to_lowercase()).collect(),
             target: spec.target,
             require_all: spec.require_all,
         })
+    }
+
+    /// Builds the regexes now; the error names the one that is too large.
+    pub(super) fn build_now(&self) -> Result<(), String> {
+        if self.regexes().is_some() {
+            return Ok(());
+        }
+        let too_large = self
+            .patterns
+            .iter()
+            .find(|p| build_allow_regex(p).is_err())
+            .map_or(String::new(), |p| p.clone());
+        Err(format!(
+            "allowlist regex `{too_large}` is too large; simplify it"
+        ))
+    }
+
+    /// Whether the regexes have been built (or found unbuildable).
+    #[cfg(test)]
+    pub(super) fn is_built(&self) -> bool {
+        self.regexes.get().is_some()
+    }
+
+    fn regexes(&self) -> Option<&[regex::Regex]> {
+        self.regexes
+            .get_or_init(|| {
+                self.patterns
+                    .iter()
+                    .map(|p| build_allow_regex(p).ok())
+                    .collect()
+            })
+            .as_deref()
     }
 
     /// Whether the finding is allowed (not a secret).
@@ -336,18 +377,29 @@ impl Allowlist {
             AllowTarget::Secret => secret,
             AllowTarget::Match => whole,
         };
-        let regex_hit = || self.regexes.iter().any(|r| r.is_match(target));
+        // An allowlist whose regexes cannot be built never applies.
+        let regex_hit = || {
+            self.regexes()
+                .is_some_and(|regexes| regexes.iter().any(|r| r.is_match(target)))
+        };
         let stop_hit = || {
             let lower = secret.to_lowercase();
             self.stopwords.iter().any(|w| lower.contains(w.as_str()))
         };
-        let (has_regex, has_stop) = (!self.regexes.is_empty(), !self.stopwords.is_empty());
+        let (has_regex, has_stop) = (!self.patterns.is_empty(), !self.stopwords.is_empty());
         if self.require_all {
             (has_regex || has_stop) && (!has_regex || regex_hit()) && (!has_stop || stop_hit())
         } else {
             (has_regex && regex_hit()) || (has_stop && stop_hit())
         }
     }
+}
+
+fn build_allow_regex(pattern: &str) -> Result<regex::Regex, regex::Error> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
 }
 
 /// A block's body matchers.
@@ -500,12 +552,13 @@ impl CompiledRule {
         })
     }
 
-    /// Builds the automata now, reporting an error instead of failing closed.
+    /// Builds the automata and the allowlists' regexes now, reporting an
+    /// error instead of failing closed.
     pub fn build_now(&self) -> Result<(), String> {
-        match &self.built().error {
-            None => Ok(()),
-            Some(e) => Err(e.clone()),
+        if let Some(e) = &self.built().error {
+            return Err(e.clone());
         }
+        self.allowlists.iter().try_for_each(Allowlist::build_now)
     }
 
     /// Whether the automata have been built.

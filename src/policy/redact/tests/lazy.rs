@@ -194,3 +194,42 @@ fn an_imported_rule_that_cannot_be_built_fails_closed() {
     assert_eq!(unbuildable[0].message, "regex is too large; simplify it");
     assert!(lazy.dropped().is_empty());
 }
+
+/// An allowlist whose regex passes the syntax check but is over the size
+/// limit once built; built, it would allow `abab`.
+fn unbuildable_allowlist() -> AllowlistSpec {
+    AllowlistSpec {
+        regexes: vec![r"abab|\p{L}{1000}x".to_string()],
+        ..AllowlistSpec::default()
+    }
+}
+
+#[test]
+fn allowlist_regexes_are_built_when_a_finding_reaches_them() {
+    let mut kv = rule("kv", r"v=[ab]{4}", &["v="], 0);
+    kv.allowlists = vec![AllowlistSpec {
+        regexes: vec!["abab".to_string()],
+        ..AllowlistSpec::default()
+    }];
+    let lazy = LazyRedactor::new(false, vec![kv]).unwrap();
+    let r = lazy.get();
+    assert!(!r.rules[0].allowlists[0].is_built());
+    assert_eq!(r.redact("no finding here"), "no finding here");
+    assert!(!r.rules[0].allowlists[0].is_built());
+    assert_eq!(r.redact("v=abab v=baba"), "v=abab [REDACTED:kv]");
+    assert!(r.rules[0].allowlists[0].is_built());
+}
+
+#[test]
+fn an_allowlist_that_cannot_be_built_is_an_error_up_front_and_never_applies_later() {
+    let mut kv = rule("kv", r"v=[ab]{4}", &["v="], 0);
+    kv.allowlists = vec![unbuildable_allowlist()];
+    let errors = compile_errors(std::slice::from_ref(&kv));
+    assert!(errors[0].message.contains("is too large"), "{errors:?}");
+    assert!(unbuildable_allowlist().check().is_err());
+    // Imported, it is only checked for syntax at load; at the finding it
+    // cannot be built, so it does not apply: the secret stays redacted.
+    let lazy = LazyRedactor::with_imports(false, Vec::new(), vec![kv], Vec::new())
+        .expect("imported rules are only checked for syntax at load");
+    assert_eq!(lazy.get().redact("v=abab"), "[REDACTED:kv]");
+}
