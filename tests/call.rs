@@ -1,6 +1,9 @@
 //! `toolgate call` end to end: the real binary, real files, real processes,
 //! on the embedded default policy.
 
+#[path = "common/run.rs"]
+mod run;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -9,23 +12,10 @@ use serde_json::Value;
 /// Runs `toolgate call ARGS` in `dir` (which has no policies/ folder, so the
 /// embedded default policy and manifests apply), with `stdin` as input.
 fn call_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .arg("call")
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("toolgate runs");
-    // A usage error may end the process before it reads stdin.
-    let _ = child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes());
-    child.wait_with_output().expect("toolgate finishes")
+    let args: Vec<&str> = std::iter::once("call")
+        .chain(args.iter().copied())
+        .collect();
+    run::run_toolgate(dir, &args, stdin.as_bytes())
 }
 
 fn results(o: &Output) -> Vec<Value> {

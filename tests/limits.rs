@@ -3,26 +3,14 @@
 //! is a deny (or an error result) naming the limit, malformed input is a
 //! usage error or a deny, and nothing crashes.
 
-use std::io::Write;
+#[path = "common/run.rs"]
+mod common_run;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
+use common_run::run_toolgate as run;
 use serde_json::{json, Value};
-
-/// Runs `toolgate ARGS` in `dir` with `stdin` as input.
-fn run(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("toolgate runs");
-    // A usage error may end the process before it reads stdin.
-    let _ = child.stdin.take().expect("stdin").write_all(stdin);
-    child.wait_with_output().expect("toolgate finishes")
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

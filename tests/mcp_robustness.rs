@@ -10,12 +10,12 @@ mod serve;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve::{toolgate, HttpServer};
+use serve::{spawn_stdio, HttpServer};
 
 /// A workspace whose policy is the embedded default with small argument
 /// and command limits (so calls over them stay small messages).
@@ -54,14 +54,7 @@ struct StdioServer {
 
 impl StdioServer {
     fn start(ws: &Path) -> StdioServer {
-        let mut child = Command::new(toolgate())
-            .args(serve_args(ws))
-            .arg("--stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolgate serve --stdio");
+        let mut child = spawn_stdio(&serve_args(ws));
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, messages) = mpsc::channel();

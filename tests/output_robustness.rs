@@ -3,9 +3,12 @@
 //! with `toolgate call`: every result is one valid JSON line with a notice,
 //! never a panic, and nothing but results reaches stdout.
 
+#[path = "common/run.rs"]
+mod run;
+
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::{json, Value};
 
@@ -45,8 +48,10 @@ fn workspace() -> tempfile::TempDir {
 /// Runs one call; returns its result after checking that stdout held
 /// exactly one line of valid JSON.
 fn call(dir: &Path, tool: &str, args: Value) -> (Output, Value) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args([
+    let args = args.to_string();
+    let out = run::run_toolgate(
+        dir,
+        &[
             "call",
             "--policies",
             "policy.yaml",
@@ -55,16 +60,10 @@ fn call(dir: &Path, tool: &str, args: Value) -> (Output, Value) {
             "--tool",
             tool,
             "--args",
-            &args.to_string(),
-        ])
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("toolgate runs");
-    drop(child.stdin.take());
-    let out = child.wait_with_output().expect("toolgate finishes");
+            &args,
+        ],
+        b"",
+    );
     let text = std::str::from_utf8(&out.stdout).expect("stdout is UTF-8");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "one result line: {text:.300}");

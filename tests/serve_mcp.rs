@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve::{client_test_args, http_request, toolgate, HttpServer};
+use serve::{client_test_args, http_request, spawn_stdio, toolgate, HttpServer};
 
 /// A `serve --stdio` child with line-based JSON-RPC.
 struct RawStdio {
@@ -24,14 +24,7 @@ struct RawStdio {
 
 impl RawStdio {
     fn start(args: &[String]) -> RawStdio {
-        let mut child = Command::new(toolgate())
-            .args(args)
-            .arg("--stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolgate serve --stdio");
+        let mut child = spawn_stdio(args);
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();

@@ -19,6 +19,19 @@ pub fn toolgate() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
 }
 
+/// Starts `toolgate ARGS --stdio` with stdin and stdout piped (stderr
+/// dropped), for a test that speaks raw JSON-RPC lines to it.
+pub fn spawn_stdio(args: &[String]) -> Child {
+    Command::new(toolgate())
+        .args(args)
+        .arg("--stdio")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start toolgate serve --stdio")
+}
+
 /// `serve` arguments for the client-test policy with the built-in tools.
 pub fn client_test_args(workspace: &Path) -> Vec<String> {
     vec![
