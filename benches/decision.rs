@@ -35,7 +35,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
 use toolgate::policy::decide::{decide, gather, CallFacts};
-use toolgate::policy::paths::glob_key;
+use toolgate::workspace::glob_key;
 use toolgate::{
     load_policy, CompileOptions, CompiledPolicy, ConfigPaths, Decision, ToolCall, Workspace,
 };

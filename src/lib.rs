@@ -19,7 +19,9 @@ pub mod hooks;
 pub mod policy;
 pub mod serve;
 pub mod testing;
+pub mod text;
 pub mod tools;
+pub mod workspace;
 
 pub use config::{ConfigPaths, Diagnostic, Diagnostics};
 pub use policy::{compile, CompileOptions, CompiledPolicy, Decision, ToolCall, Verdict, Workspace};

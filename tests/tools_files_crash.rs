@@ -10,11 +10,10 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use toolgate::tools::{atomic, builtin, ToolContext};
+use toolgate::tools::{atomic, builtin};
 use toolgate::{load_policy, CompileOptions, ConfigPaths};
 
 /// Set in the child: the workspace to write in.
@@ -46,7 +45,8 @@ fn child_writes_when_asked() {
         return;
     };
     let policy = load_policy(&ConfigPaths::default(), &CompileOptions::default()).expect("policy");
-    let ctx = ToolContext::standalone(Path::new(&workspace), Arc::new(policy)).expect("context");
+    let ctx =
+        toolgate::executor::standalone_context(Path::new(&workspace), &policy).expect("context");
     let content = String::from_utf8(new_content()).expect("ASCII");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

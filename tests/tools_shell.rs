@@ -11,7 +11,7 @@ use toolgate::{load_policy, CompileOptions, ConfigPaths};
 
 fn context(dir: &std::path::Path) -> ToolContext {
     let policy = load_policy(&ConfigPaths::default(), &CompileOptions::default()).unwrap();
-    ToolContext::standalone(dir, Arc::new(policy)).unwrap()
+    toolgate::executor::standalone_context(dir, &policy).unwrap()
 }
 
 async fn bash(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {

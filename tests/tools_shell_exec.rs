@@ -51,9 +51,9 @@ struct Setup {
 
 fn setup(text: &str) -> Setup {
     let policy = compile_with(&[("t.toml", text)]).unwrap_or_else(|d| panic!("{}", d.to_human()));
-    let tool = from_manifest(policy.tools.get("t").unwrap()).unwrap();
+    let tool = from_manifest(&policy.tools.get("t").unwrap().manifest).unwrap();
     let workspace = tempfile::tempdir().unwrap();
-    let ctx = ToolContext::standalone(workspace.path(), Arc::new(policy)).unwrap();
+    let ctx = toolgate::executor::standalone_context(workspace.path(), &policy).unwrap();
     Setup {
         _workspace: workspace,
         ctx,
@@ -270,7 +270,7 @@ async fn the_git_log_example_runs_git_directly() {
     .unwrap();
     let policy =
         compile_with(&[("git-log.toml", &example)]).unwrap_or_else(|d| panic!("{}", d.to_human()));
-    let tool = from_manifest(policy.tools.get("git_log").unwrap()).unwrap();
+    let tool = from_manifest(&policy.tools.get("git_log").unwrap().manifest).unwrap();
     let ws = tempfile::tempdir().unwrap();
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -290,7 +290,7 @@ async fn the_git_log_example_runs_git_directly() {
     git(&["add", "b.txt"]).unwrap();
     git(&["commit", "-q", "-m", "second"]).unwrap();
 
-    let ctx = ToolContext::standalone(ws.path(), Arc::new(policy)).unwrap();
+    let ctx = toolgate::executor::standalone_context(ws.path(), &policy).unwrap();
     let out = tool.execute(&ctx, json!({"count": 1})).await.unwrap();
     assert!(text(&out).ends_with(" second\n"), "{}", text(&out));
     assert_eq!(text(&out).lines().count(), 1);

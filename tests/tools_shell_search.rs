@@ -2,7 +2,6 @@
 //! limits and errors; .gitignore respected; files the policy denies skipped.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolgate::tools::{builtin, Content, ToolContext, ToolError, ToolOutput};
@@ -10,7 +9,7 @@ use toolgate::{load_policy, CompileOptions, ConfigPaths};
 
 fn context(dir: &Path) -> ToolContext {
     let policy = load_policy(&ConfigPaths::default(), &CompileOptions::default()).unwrap();
-    ToolContext::standalone(dir, Arc::new(policy)).unwrap()
+    toolgate::executor::standalone_context(dir, &policy).unwrap()
 }
 
 async fn call(ctx: &ToolContext, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {

@@ -35,6 +35,40 @@ use crate::policy::{CompiledPolicy, ToolCall, Verdict, Workspace};
 use crate::tools::{self, MutationQueues, Sandbox, Tool};
 
 pub use after::redact_value;
+
+/// The part of the policy's limits a running tool enforces itself.
+pub fn run_limits(limits: &crate::policy::Limits) -> tools::RunLimits {
+    tools::RunLimits {
+        timeout: limits.timeout,
+        max_output_bytes: limits.max_output_bytes,
+        max_output_lines: limits.max_output_lines,
+    }
+}
+
+/// A context for running one tool outside a batch (tests, benches): the
+/// workspace plus the policy's roots, its limits and deny globs, a fresh
+/// cancellation token, no progress, its own mutation queues.
+pub fn standalone_context(
+    workspace: &std::path::Path,
+    policy: &CompiledPolicy,
+) -> io::Result<tools::ToolContext> {
+    let workspace = Workspace::new(workspace)?;
+    let roots: Vec<_> = policy
+        .paths
+        .resolved_roots(&workspace)
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(tools::ToolContext {
+        call_id: String::new(),
+        sandbox: Arc::new(Sandbox::new(workspace, &roots)?),
+        deny: policy.paths.deny.clone(),
+        limits: run_limits(&policy.limits),
+        cancel: CancellationToken::new(),
+        progress: tools::Progress::none(),
+        mutations: Arc::new(MutationQueues::default()),
+    })
+}
 pub use coerce::coerce;
 pub use events::{Event, EventSink, ToolResult};
 pub use prepare::prepare;
@@ -127,7 +161,7 @@ impl Snapshot {
             let implementation = overrides
                 .get(info.name())
                 .cloned()
-                .or_else(|| tools::from_manifest(info));
+                .or_else(|| tools::from_manifest(&info.manifest));
             if let Some(implementation) = implementation {
                 runnable.insert(
                     info.name().to_string(),

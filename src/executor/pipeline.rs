@@ -203,8 +203,8 @@ pub async fn execute(
     let ctx = ToolContext {
         call_id: call.id.clone(),
         sandbox: snapshot.sandbox.clone(),
-        policy: snapshot.policy.clone(),
-        limits: snapshot.policy.limits,
+        deny: snapshot.policy.paths.deny.clone(),
+        limits: super::run_limits(&snapshot.policy.limits),
         cancel: options.cancel.child_token(),
         progress,
         mutations: mutations.clone(),

@@ -21,7 +21,7 @@ use super::coerce::coerce;
 use super::prepare::prepare;
 use crate::config::manifest::PrepareStep;
 use crate::policy::limits::{check_arguments, LimitExceeded, Limits};
-use crate::tools::truncate::{format_size, DEFAULT_MAX_BYTES};
+use crate::text::{format_size, DEFAULT_MAX_BYTES};
 
 /// A tool's compiled argument schema.
 #[derive(Debug)]

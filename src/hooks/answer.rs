@@ -11,7 +11,7 @@ use super::{Agent, Answer, Event, HookArgs, Payload};
 use crate::config::ConfigPaths;
 use crate::policy::decide::{decide, CallFacts, ToolStatus};
 use crate::policy::{Redactor, UnknownToolDecision};
-use crate::tools::truncate::truncate_head;
+use crate::text::truncate_head;
 use crate::{CompileOptions, CompiledPolicy, Verdict, Workspace};
 
 /// The answer to `payload`; every failure is a refusal in the event's format.

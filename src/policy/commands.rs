@@ -5,7 +5,7 @@
 //! too much through); ask and deny patterns match their words anywhere in the
 //! command's positional words (a loose deny only ever asks too often).
 
-use super::decide::Finding;
+use super::finding::Finding;
 use super::shell::{CommandPattern, MatchMode, SimpleCommand};
 use super::Decision;
 

@@ -14,10 +14,12 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::finding::{Finding, Strictest, Verdict};
 use super::limits::{check_arguments, preview};
-use super::paths::{self, expand_shell_glob, glob_key, looks_like_path, PathFact, Workspace};
+use super::paths::PathFact;
 use super::shell::{self, ShellAnalysis, ShellLimits};
 use super::{Access, CompiledPolicy, Decision, UnknownToolDecision};
+use crate::workspace::{self, expand_shell_glob, glob_key, looks_like_path, Workspace};
 
 /// A tool call as every front-end hands it to the policy.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize, Serialize)]
@@ -34,44 +36,6 @@ pub struct ToolCall {
 
 fn empty_object() -> Value {
     Value::Object(Map::new())
-}
-
-/// The result of one check.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    /// What the check decided.
-    pub decision: Decision,
-    /// The rule that decided it.
-    pub rule: String,
-    /// Why, for the model.
-    pub reason: String,
-    /// Whether it also ends the batch.
-    pub terminate: bool,
-}
-
-impl Finding {
-    /// A finding that does not terminate.
-    pub fn new(decision: Decision, rule: impl Into<String>, reason: impl Into<String>) -> Finding {
-        Finding {
-            decision,
-            rule: rule.into(),
-            reason: reason.into(),
-            terminate: false,
-        }
-    }
-}
-
-/// The before-hook's answer for one call: exactly what `toolgate eval` prints.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Verdict {
-    /// allow, ask or deny.
-    pub decision: Decision,
-    /// Why, in words a model can act on.
-    pub reason: String,
-    /// The id of the deciding rule, `null` when no rule decided.
-    pub rule: Option<String>,
-    /// Whether the batch ends with this call.
-    pub terminate: bool,
 }
 
 /// Whether the called tool exists for the model.
@@ -180,7 +144,7 @@ pub fn gather_in(
                 source: format!("argument `{arg}`"),
                 raw: raw.clone(),
                 access: *access,
-                resolved: paths::resolve(ws, raw),
+                resolved: workspace::resolve(ws, raw),
                 check_roots: true,
             }),
             Some(other) => facts.problems.push(Finding::new(
@@ -202,7 +166,7 @@ pub fn gather_in(
                         source: "working directory".to_string(),
                         raw: dir.to_string(),
                         access: Access::Read,
-                        resolved: paths::resolve(ws, dir),
+                        resolved: workspace::resolve(ws, dir),
                         check_roots: true,
                     });
                 }
@@ -241,7 +205,7 @@ fn gather_shell(ws: &Workspace, script: &str, start: &str, limits: ShellLimits) 
                 return;
             }
             for path in expand_shell_glob(ws, &join_base(base, word), MAX_GLOB_EXPANSION) {
-                let resolved = paths::resolve(ws, &path);
+                let resolved = workspace::resolve(ws, &path);
                 // A plain word is held to the roots when it looks like a path,
                 // or when it leads somewhere else through a symlink: `cat link`
                 // must not read what `link` points to outside the workspace.
@@ -307,18 +271,8 @@ pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Ver
             terminate: false,
         };
     };
-    let mut best: Option<Finding> = None;
-    let mut consider = |f: Finding| {
-        let better = match &best {
-            None => true,
-            Some(b) => {
-                f.decision > b.decision || (f.decision == b.decision && f.terminate && !b.terminate)
-            }
-        };
-        if better {
-            best = Some(f);
-        }
-    };
+    let mut best = Strictest::new();
+    let mut consider = |f: Finding| best.offer(f);
     for p in &facts.problems {
         consider(p.clone());
     }
@@ -371,12 +325,10 @@ pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Ver
         }
     }
     let terminate_tool = policy.terminate_tools.contains(&facts.tool);
-    match best {
+    match best.into_inner() {
         Some(f) => Verdict {
             terminate: f.terminate || (f.decision == Decision::Allow && terminate_tool),
-            decision: f.decision,
-            reason: f.reason,
-            rule: Some(f.rule),
+            ..Verdict::from(f)
         },
         None => Verdict {
             decision: Decision::Allow,

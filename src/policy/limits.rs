@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::tools::truncate::format_size;
+use crate::text::format_size;
 
 /// The limits a policy sets (`limits:`), each with a safe default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

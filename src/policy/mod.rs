@@ -16,6 +16,7 @@
 pub mod commands;
 mod compile;
 pub mod decide;
+pub mod finding;
 pub mod limits;
 pub mod paths;
 pub mod redact;
@@ -24,20 +25,12 @@ pub mod shell;
 pub mod tools;
 
 pub use crate::config::policy_file::{Decision, UnknownToolDecision};
+pub use crate::workspace::{Access, Workspace};
 pub use compile::{compile, CompileOptions};
-pub use decide::{CallFacts, ToolCall, Verdict};
+pub use decide::{CallFacts, ToolCall};
+pub use finding::{Finding, Strictest, Verdict};
 pub use limits::{LimitExceeded, Limits};
-pub use paths::Workspace;
 pub use redact::{LazyRedactor, Redactor};
-
-/// How a tool argument or shell word touches a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Access {
-    /// Reads it.
-    Read,
-    /// Creates, changes or deletes it.
-    Write,
-}
 
 /// One immutable, compiled policy: every rule of every layer, ready to decide.
 ///

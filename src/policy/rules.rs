@@ -293,7 +293,7 @@ pub fn compile_condition(
             errors.push(type_error("glob", "string"));
             return None;
         }
-        return match super::paths::compile_glob(pattern) {
+        return match crate::workspace::compile_glob(pattern) {
             Ok(g) => Some(Cond::Glob {
                 arg,
                 glob: g.compile_matcher(),

@@ -47,7 +47,7 @@ pub fn approval_form(gateway: &Gateway, call: &ToolCall, verdict: &Verdict) -> V
         "Allow the tool call `{}`?\n\n{}\n\nArguments:\n{}",
         call.name,
         verdict.reason,
-        super::mcp::shorten(&arguments, 2000)
+        crate::text::shorten(&arguments, 2000)
     );
     json!({
         "mode": "form",

@@ -58,6 +58,7 @@ use super::Gateway;
 use crate::executor::{Approver, BatchOptions, Event, EventSink, ToolResult};
 use crate::policy::tools::ToolInfo;
 use crate::policy::ToolCall;
+use crate::text::shorten;
 use crate::tools::ToolOutput;
 
 /// What the server tells clients about itself on `initialize` and
@@ -456,14 +457,6 @@ fn progress_message(partial: &ToolOutput) -> Option<String> {
     })?;
     let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
     Some(shorten(line.trim(), 200))
-}
-
-/// `text` cut to `max_chars` characters, with an ellipsis when cut.
-pub(crate) fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
 }
 
 /// Serves MCP on stdin/stdout until the client closes stdin. Only protocol

@@ -28,11 +28,11 @@ use serde_json::{json, Value};
 use super::command::{ending_status, run_for_text};
 use super::output::{append_status, OutputAccumulator};
 use super::process::{self, Ending, Environment, OutputHandler, ProcessSpec, Stream};
-use super::truncate::{format_size, truncate_tail};
 use super::{Content, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use crate::config::manifest::{
     parse_exec_word, ExecOutput, ExecWordPart, Implementation, Manifest,
 };
+use crate::text::{format_size, truncate_tail};
 
 /// Most stdout a content-mode program may print (images are base64).
 pub const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
@@ -336,7 +336,7 @@ mod tests {
         use std::sync::{Arc, Mutex};
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
-        let limits = crate::policy::Limits::default();
+        let limits = crate::tools::RunLimits::default();
         let mut capture = ContentCapture {
             stdout: Vec::new(),
             overflow: false,

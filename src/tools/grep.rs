@@ -16,8 +16,8 @@ use super::search::{
     effective_limit, relative_display, resolve_root, run_blocking, walker, DenyFilter, SearchRoot,
     ABORTED,
 };
-use super::truncate::{format_size, truncate_head, truncate_line, GREP_MAX_LINE_LENGTH};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use crate::text::{format_size, truncate_head, truncate_line, GREP_MAX_LINE_LENGTH};
 
 /// Pi's default match limit.
 pub const DEFAULT_LIMIT: usize = 100;

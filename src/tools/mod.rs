@@ -32,7 +32,6 @@ mod read;
 mod read_lines;
 mod sandbox;
 mod search;
-pub mod truncate;
 mod write;
 
 use std::fmt;
@@ -44,9 +43,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::manifest::Implementation;
-use crate::policy::tools::ToolInfo;
-use crate::policy::{CompiledPolicy, Limits};
+use crate::config::manifest::{Implementation, Manifest};
+use crate::workspace::GlobList;
 
 pub use mutation::{MutationGuard, MutationQueues};
 pub use sandbox::Sandbox;
@@ -177,6 +175,29 @@ impl fmt::Debug for Progress {
     }
 }
 
+/// The limits a tool itself enforces while it runs: its time, and how much
+/// output it keeps. (The policy decides them; a tool only obeys.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLimits {
+    /// A call's time limit.
+    pub timeout: std::time::Duration,
+    /// Output kept per call, in bytes.
+    pub max_output_bytes: u64,
+    /// Output kept per call, in lines.
+    pub max_output_lines: u64,
+}
+
+impl Default for RunLimits {
+    /// Pi's limits: 120 s, 50 KB, 2000 lines.
+    fn default() -> Self {
+        RunLimits {
+            timeout: std::time::Duration::from_secs(120),
+            max_output_bytes: crate::text::DEFAULT_MAX_BYTES as u64,
+            max_output_lines: crate::text::DEFAULT_MAX_LINES as u64,
+        }
+    }
+}
+
 /// Everything a tool may use while it runs.
 #[derive(Clone, Debug)]
 pub struct ToolContext {
@@ -184,44 +205,16 @@ pub struct ToolContext {
     pub call_id: String,
     /// Where files may be opened.
     pub sandbox: Arc<Sandbox>,
-    /// The policy snapshot the call was allowed by (search tools use its
-    /// deny globs to skip files the model may not see).
-    pub policy: Arc<CompiledPolicy>,
+    /// The policy's deny globs: search tools skip what the model may not see.
+    pub deny: Arc<GlobList>,
     /// The policy's time and output limits.
-    pub limits: Limits,
+    pub limits: RunLimits,
     /// Set when the call is cancelled; tools stop and kill what they started.
     pub cancel: CancellationToken,
     /// Where partial results go.
     pub progress: Progress,
     /// Per-file FIFO queues that serialize writes and edits of one file.
     pub mutations: Arc<MutationQueues>,
-}
-
-impl ToolContext {
-    /// A context for running tools outside a batch (tests, benches): the
-    /// workspace plus the policy's roots, the policy's limits, a fresh
-    /// cancellation token, no progress, its own mutation queues.
-    pub fn standalone(
-        workspace: &std::path::Path,
-        policy: Arc<CompiledPolicy>,
-    ) -> std::io::Result<ToolContext> {
-        let workspace = crate::policy::Workspace::new(workspace)?;
-        let roots: Vec<_> = policy
-            .paths
-            .resolved_roots(&workspace)
-            .into_iter()
-            .flatten()
-            .collect();
-        Ok(ToolContext {
-            call_id: String::new(),
-            sandbox: Arc::new(Sandbox::new(workspace, &roots)?),
-            limits: policy.limits,
-            policy,
-            cancel: CancellationToken::new(),
-            progress: Progress::none(),
-            mutations: Arc::new(MutationQueues::default()),
-        })
-    }
 }
 
 /// A future returned by [`Tool::execute`].
@@ -237,11 +230,11 @@ pub trait Tool: Send + Sync + fmt::Debug {
 /// The implementation a manifest names: a built-in tool, or an exec tool.
 /// `None` for a built-in name that does not exist (manifest compilation
 /// rejects those, so this does not happen for a compiled policy).
-pub fn from_manifest(info: &ToolInfo) -> Option<Arc<dyn Tool>> {
-    match &info.manifest.implementation {
+pub fn from_manifest(manifest: &Manifest) -> Option<Arc<dyn Tool>> {
+    match &manifest.implementation {
         Implementation::Builtin(name) => builtin(name),
         Implementation::Exec(_) => {
-            exec::ExecTool::from_manifest(&info.manifest).map(|t| Arc::new(t) as Arc<dyn Tool>)
+            exec::ExecTool::from_manifest(manifest).map(|t| Arc::new(t) as Arc<dyn Tool>)
         }
     }
 }

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::binary::{mask_nul, BinaryCount, BinaryScan};
-use super::truncate::{format_size, truncate_tail, TruncatedBy, Truncation};
-use crate::policy::Limits;
+use super::RunLimits as Limits;
+use crate::text::{format_size, truncate_tail, TruncatedBy, Truncation};
 
 /// What a snapshot of the output shows: the tail kept for the model, and how
 /// it relates to the whole output.

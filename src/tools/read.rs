@@ -21,8 +21,8 @@ use super::binary::{append_notice, mask_nul, BinaryCount, BinaryScan};
 use super::file_errors::{io_error, join_error, ABORTED};
 use super::image::{detect_mime_type, is_inline_type, SNIFF_BYTES};
 use super::read_lines::{LineSelector, LossyDecoder, Selection};
-use super::truncate::{format_size, TruncatedBy, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
 use super::{Content, Sandbox, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use crate::text::{format_size, TruncatedBy, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
 
 /// Regular files up to this size are read on the calling task (see the
 /// module docs): about 50 µs from the page cache.

@@ -15,7 +15,7 @@
 
 use std::str::Utf8Chunk;
 
-use super::truncate::{truncate_head, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
+use crate::text::{truncate_head, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
 
 /// Decodes UTF-8 arriving in chunks, replacing invalid sequences with U+FFFD
 /// and carrying a character split across two chunks over to the next one.

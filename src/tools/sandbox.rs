@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-use crate::policy::paths::{expand, fold, Workspace};
+use crate::workspace::{expand, fold, Workspace};
 
 /// The workspace and the policy's other roots, opened as capability
 /// directories.

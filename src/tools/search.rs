@@ -11,9 +11,9 @@ use std::sync::Arc;
 use ignore::WalkBuilder;
 use serde_json::{json, Map, Value};
 
-use super::truncate::{format_size, truncate_head};
 use super::{ToolContext, ToolError, ToolOutput};
-use crate::policy::{CompiledPolicy, Workspace};
+use crate::text::{format_size, truncate_head};
+use crate::workspace::{GlobList, Workspace};
 
 /// Pi's text for a search cancelled before it finished.
 pub const ABORTED: &str = "Operation aborted";
@@ -50,7 +50,7 @@ pub fn resolve_root(ctx: &ToolContext, raw: Option<&str>) -> Result<SearchRoot, 
 /// under the search root and through the root's real location.
 #[derive(Clone, Debug)]
 pub struct DenyFilter {
-    policy: Arc<CompiledPolicy>,
+    deny: Arc<GlobList>,
     workspace: Workspace,
     root: SearchRoot,
 }
@@ -59,7 +59,7 @@ impl DenyFilter {
     /// A filter for paths under `root`.
     pub fn new(ctx: &ToolContext, root: &SearchRoot) -> DenyFilter {
         DenyFilter {
-            policy: ctx.policy.clone(),
+            deny: ctx.deny.clone(),
             workspace: ctx.sandbox.workspace().clone(),
             root: root.clone(),
         }
@@ -67,8 +67,7 @@ impl DenyFilter {
 
     /// True when `path` (under the root, as the walk spells it) is denied.
     pub fn denies(&self, path: &Path) -> bool {
-        let rules = &self.policy.paths;
-        if rules.denies_read(&self.workspace, path) {
+        if self.deny.covering(&self.workspace, path).is_some() {
             return true;
         }
         match path.strip_prefix(&self.root.abs) {
@@ -78,7 +77,7 @@ impl DenyFilter {
                 } else {
                     self.root.real.join(rel)
                 };
-                rules.denies_read(&self.workspace, &real)
+                self.deny.covering(&self.workspace, &real).is_some()
             }
             _ => false,
         }

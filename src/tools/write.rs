@@ -37,7 +37,7 @@ pub(crate) fn string_arg<'v>(
 /// followed; for a file that does not exist yet, through its nearest existing
 /// ancestor).
 pub(crate) fn mutation_key(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
-    crate::policy::paths::resolve(ctx.sandbox.workspace(), raw)
+    crate::workspace::resolve(ctx.sandbox.workspace(), raw)
         .map(|resolved| resolved.real)
         .map_err(|e| ToolError::new(format!("Could not resolve {raw}: {e}")))
 }

@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -32,7 +31,7 @@ impl Workspace {
         std::fs::create_dir(&outside).expect("outside");
         let policy = load_policy(&ConfigPaths::default(), &CompileOptions::default())
             .expect("the default policy compiles");
-        let ctx = ToolContext::standalone(&root, Arc::new(policy)).expect("context");
+        let ctx = toolgate::executor::standalone_context(&root, &policy).expect("context");
         Workspace {
             _tmp: tmp,
             root,

@@ -19,7 +19,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 
 use super::commands::{CommandRule, CommandRules};
-use super::paths::{GlobList, PathRules, RootSet};
+use super::paths::{PathRules, RootSet};
 use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
 use super::shell::CommandPattern;
 use super::tools::{ToolInfo, ToolSet};
@@ -28,6 +28,7 @@ use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
 use crate::config::parse::display_path;
 use crate::config::policy_file::CommandEntry;
 use crate::config::{Loaded, PolicyLayer};
+use crate::workspace::GlobList;
 
 /// Choices made at compile time rather than in the files.
 #[derive(Clone, Debug, Default)]
@@ -224,7 +225,7 @@ impl Compiler {
 
     fn globs(&mut self, layer: &PolicyLayer, list: &[String], path: &str, into: &mut Vec<String>) {
         for (i, g) in list.iter().enumerate() {
-            match super::paths::compile_glob(g) {
+            match crate::workspace::compile_glob(g) {
                 Ok(_) => into.push(g.clone()),
                 Err(e) => self.err(
                     layer,
@@ -276,7 +277,7 @@ impl Compiler {
         }
         PathRules {
             root_sets,
-            deny: GlobList::new(&deny).unwrap_or_default(),
+            deny: std::sync::Arc::new(GlobList::new(&deny).unwrap_or_default()),
             read_only: GlobList::new(&read_only).unwrap_or_default(),
         }
     }
@@ -478,7 +479,7 @@ fn err_at(
 /// (for examples checked at load): `./src/../src/x` -> `src/x`.
 fn lexical_relative(raw: &str) -> String {
     let raw = raw.strip_prefix('@').unwrap_or(raw);
-    let folded = super::paths::fold(&Path::new("/").join(raw));
+    let folded = crate::workspace::fold(&Path::new("/").join(raw));
     let mut out = PathBuf::new();
     for c in folded.components() {
         if let Component::Normal(s) = c {

@@ -1,5 +1,7 @@
-//! Output truncation shared by the built-in tools, with Pi's limits.
+//! Text shortening, truncation and sizes: the one place every layer cuts
+//! text for a model or a person.
 //!
+//! Truncation follows Pi's limits.
 //! Two limits, whichever is hit first: lines and bytes. Head truncation
 //! (read, find, ls, grep) keeps whole lines from the start; tail truncation
 //! (bash) keeps the end, where errors and results are. The notices that tell
@@ -193,6 +195,14 @@ pub fn format_size(bytes: usize) -> String {
         format!("{:.1}KB", bytes as f64 / 1024.0)
     } else {
         format!("{:.1}MB", bytes as f64 / (1024.0 * 1024.0))
+    }
+}
+
+/// `text` cut to `max_chars` characters, with an ellipsis when cut.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
     }
 }
 

@@ -1,0 +1,198 @@
+//! What one check finds, what a call's verdict is, and the one reduction
+//! from many findings to one verdict.
+//!
+//! Every front-end that combines findings (one call's checks, or the calls
+//! an agent CLI's patch maps to) uses [`Strictest`], so "deny beats ask
+//! beats allow; at one level the first found stands, unless a later one also
+//! ends the batch" is written down once.
+
+use serde::Serialize;
+
+use super::Decision;
+
+/// The result of one check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// What the check decided.
+    pub decision: Decision,
+    /// The rule that decided it.
+    pub rule: String,
+    /// Why, for the model.
+    pub reason: String,
+    /// Whether it also ends the batch.
+    pub terminate: bool,
+}
+
+impl Finding {
+    /// A finding that does not terminate.
+    pub fn new(decision: Decision, rule: impl Into<String>, reason: impl Into<String>) -> Finding {
+        Finding {
+            decision,
+            rule: rule.into(),
+            reason: reason.into(),
+            terminate: false,
+        }
+    }
+}
+
+/// The before-hook's answer for one call: exactly what `toolgate eval` prints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// allow, ask or deny.
+    pub decision: Decision,
+    /// Why, in words a model can act on.
+    pub reason: String,
+    /// The id of the deciding rule, `null` when no rule decided.
+    pub rule: Option<String>,
+    /// Whether the batch ends with this call.
+    pub terminate: bool,
+}
+
+impl Verdict {
+    /// allow, ask or deny.
+    pub fn decision(&self) -> Decision {
+        self.decision
+    }
+
+    /// Why, in words a model can act on.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// The id of the deciding rule, when a rule decided.
+    pub fn rule(&self) -> Option<&str> {
+        self.rule.as_deref()
+    }
+
+    /// Whether the batch ends with this call.
+    pub fn terminates(&self) -> bool {
+        self.terminate
+    }
+
+    /// A deny by `rule` (a verdict no check produced, e.g. an unusable call).
+    pub fn deny(rule: Option<&str>, reason: impl Into<String>) -> Verdict {
+        Verdict {
+            decision: Decision::Deny,
+            reason: reason.into(),
+            rule: rule.map(str::to_string),
+            terminate: false,
+        }
+    }
+}
+
+impl From<Finding> for Verdict {
+    fn from(f: Finding) -> Verdict {
+        Verdict {
+            decision: f.decision,
+            reason: f.reason,
+            rule: Some(f.rule),
+            terminate: f.terminate,
+        }
+    }
+}
+
+/// Keeps the strictest of what it is offered: deny beats ask beats allow;
+/// at one level the first offered stands, unless a later one also ends the
+/// batch (a terminating finding says more).
+#[derive(Clone, Debug)]
+pub struct Strictest<T> {
+    best: Option<T>,
+}
+
+/// What [`Strictest`] compares.
+pub trait Ranked {
+    /// The decision.
+    fn decision(&self) -> Decision;
+    /// Whether it ends the batch.
+    fn terminates(&self) -> bool;
+}
+
+impl Ranked for Finding {
+    fn decision(&self) -> Decision {
+        self.decision
+    }
+    fn terminates(&self) -> bool {
+        self.terminate
+    }
+}
+
+impl Ranked for Verdict {
+    fn decision(&self) -> Decision {
+        self.decision
+    }
+    fn terminates(&self) -> bool {
+        self.terminate
+    }
+}
+
+impl<T> Default for Strictest<T> {
+    fn default() -> Self {
+        Strictest { best: None }
+    }
+}
+
+impl<T: Ranked> Strictest<T> {
+    /// Nothing offered yet.
+    pub fn new() -> Strictest<T> {
+        Strictest::default()
+    }
+
+    /// Offers one more; keeps it when it is stricter than what is held.
+    pub fn offer(&mut self, candidate: T) {
+        let better = match &self.best {
+            None => true,
+            Some(b) => {
+                candidate.decision() > b.decision()
+                    || (candidate.decision() == b.decision()
+                        && candidate.terminates()
+                        && !b.terminates())
+            }
+        };
+        if better {
+            self.best = Some(candidate);
+        }
+    }
+
+    /// The strictest offered, if any.
+    pub fn into_inner(self) -> Option<T> {
+        self.best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(decision: Decision, rule: &str, terminate: bool) -> Finding {
+        Finding {
+            decision,
+            rule: rule.to_string(),
+            reason: String::new(),
+            terminate,
+        }
+    }
+
+    #[test]
+    fn deny_beats_ask_beats_allow_and_the_first_at_a_level_stands() {
+        let mut s = Strictest::new();
+        s.offer(f(Decision::Allow, "a", false));
+        s.offer(f(Decision::Ask, "b", false));
+        s.offer(f(Decision::Ask, "c", false));
+        s.offer(f(Decision::Allow, "d", true));
+        assert_eq!(s.into_inner().unwrap().rule, "b");
+        let mut s = Strictest::new();
+        s.offer(f(Decision::Deny, "x", false));
+        s.offer(f(Decision::Ask, "y", true));
+        assert_eq!(s.into_inner().unwrap().rule, "x");
+    }
+
+    #[test]
+    fn at_one_level_a_terminating_finding_wins() {
+        let mut s = Strictest::new();
+        s.offer(f(Decision::Deny, "x", false));
+        s.offer(f(Decision::Deny, "y", true));
+        s.offer(f(Decision::Deny, "z", true));
+        assert_eq!(s.into_inner().unwrap().rule, "y");
+        assert!(Strictest::<Finding>::new().into_inner().is_none());
+    }
+}

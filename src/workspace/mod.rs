@@ -1,0 +1,305 @@
+//! The workspace and the paths in it: resolution shared by every layer.
+//!
+//! A path is judged by where it really leads, not by how it is spelled: it is
+//! resolved against the workspace (`@` prefix, `~`, `file://` accepted), `.`
+//! and `..` folded, and symlinks followed — for a file that does not exist yet,
+//! through its nearest existing ancestor. The policy judges both the spelled
+//! (lexical) and the real location; tools open files beneath the same roots.
+//! This module knows nothing of policies: it only says where a path leads and
+//! which globs match it.
+
+mod glob;
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use globset::GlobBuilder;
+
+pub use glob::{compile_glob, is_plain_glob, required_literal, GlobList};
+
+/// How a tool argument or shell word touches a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Reads it.
+    Read,
+    /// Creates, changes or deletes it.
+    Write,
+}
+
+/// Symlinks followed in one resolution before it is called a loop (Linux's own limit).
+const MAX_SYMLINKS: usize = 40;
+
+/// The directory an agent works in, canonicalized once.
+#[derive(Clone, Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    home: Option<PathBuf>,
+}
+
+impl Workspace {
+    /// Opens `dir` as the workspace; it must exist.
+    pub fn new(dir: impl AsRef<Path>) -> std::io::Result<Workspace> {
+        let root = dir.as_ref().canonicalize()?;
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        Ok(Workspace { root, home })
+    }
+
+    /// The canonical workspace directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// Where a path leads: as spelled (folded) and as the file system resolves it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedPath {
+    /// Absolute, with `.` and `..` folded, symlinks not followed.
+    pub lexical: PathBuf,
+    /// Absolute, symlinks followed as far as the path exists.
+    pub real: PathBuf,
+}
+
+/// Resolves `raw` the way a tool would open it. Errors name what is wrong.
+pub fn resolve(ws: &Workspace, raw: &str) -> Result<ResolvedPath, String> {
+    if raw.contains('\0') {
+        return Err("the path contains a NUL byte".to_string());
+    }
+    let spelled = expand(ws, raw);
+    let absolute = if spelled.is_absolute() {
+        spelled
+    } else {
+        ws.root.join(spelled)
+    };
+    let lexical = fold(&absolute);
+    let real = follow(ws, &absolute)?;
+    Ok(ResolvedPath { lexical, real })
+}
+
+/// `@x` -> `x`, `file:///x` -> `/x`, `~/x` -> `$HOME/x` (nothing resolved yet).
+pub fn expand(ws: &Workspace, raw: &str) -> PathBuf {
+    let mut s = raw.strip_prefix('@').unwrap_or(raw);
+    if let Some(rest) = s.strip_prefix("file://") {
+        // file://host/path is not a local file; keep only the path part.
+        s = match rest.find('/') {
+            Some(i) => &rest[i..],
+            None => rest,
+        };
+        return PathBuf::from(percent_decode(s));
+    }
+    if s == "~" || s.starts_with("~/") {
+        if let Some(home) = &ws.home {
+            return home.join(s.trim_start_matches('~').trim_start_matches('/'));
+        }
+    }
+    PathBuf::from(s)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && bytes[i + 1].is_ascii_hexdigit()
+            && bytes[i + 2].is_ascii_hexdigit()
+        {
+            let hex = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+            out.push(hex(bytes[i + 1]) * 16 + hex(bytes[i + 2]));
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Folds `.` and `..` without touching the file system.
+pub fn fold(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Follows symlinks component by component, as the kernel does (so `link/..`
+/// is the target's parent), and folds the part that does not exist yet.
+///
+/// The workspace root was canonicalized when the workspace was opened, so a
+/// path spelled under it starts from there instead of checking each of the
+/// root's own components again (a `..` after the root still walks up it, as
+/// the kernel would).
+fn follow(ws: &Workspace, absolute: &Path) -> Result<PathBuf, String> {
+    let mut queue: VecDeque<OsString> = VecDeque::new();
+    let (mut current, rest) = match absolute.strip_prefix(&ws.root) {
+        Ok(rest) => (ws.root.clone(), rest),
+        Err(_) => (PathBuf::from("/"), absolute),
+    };
+    for c in rest.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => {}
+            other => queue.push_back(other.as_os_str().to_os_string()),
+        }
+    }
+    let mut links = 0;
+    let mut exists = true;
+    while let Some(part) = queue.pop_front() {
+        if part == "." {
+            continue;
+        }
+        if part == ".." {
+            current.pop();
+            continue;
+        }
+        let candidate = current.join(&part);
+        if !exists {
+            current = candidate;
+            continue;
+        }
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(format!(
+                        "too many levels of symbolic links at `{}` (a symlink loop?)",
+                        candidate.display()
+                    ));
+                }
+                let target = std::fs::read_link(&candidate)
+                    .map_err(|e| format!("cannot read symlink `{}`: {e}", candidate.display()))?;
+                if target.is_absolute() {
+                    current = PathBuf::from("/");
+                }
+                for c in target.components().rev() {
+                    match c {
+                        Component::RootDir | Component::Prefix(_) => {}
+                        other => queue.push_front(other.as_os_str().to_os_string()),
+                    }
+                }
+            }
+            Ok(_) => current = candidate,
+            Err(_) => {
+                // The nearest existing ancestor is `current`; the rest is new.
+                exists = false;
+                current = candidate;
+            }
+        }
+    }
+    Ok(current)
+}
+
+/// The string globs match against: workspace-relative when inside the
+/// workspace, the absolute path without its leading `/` otherwise (so `**/x`
+/// patterns still apply outside).
+pub fn glob_key(ws: &Workspace, path: &Path) -> String {
+    match path.strip_prefix(&ws.root) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.to_string_lossy().into_owned(),
+        Err(_) => path.to_string_lossy().trim_start_matches('/').to_string(),
+    }
+}
+
+/// True when a shell word should be held to the roots: it is absolute, starts
+/// with `~`, is a `file://` URL, or has a `..` segment.
+pub fn looks_like_path(word: &str) -> bool {
+    word.starts_with('/')
+        || word.starts_with('~')
+        || word.starts_with("file://")
+        || word.split('/').any(|seg| seg == "..")
+}
+
+/// Expands a shell glob word (`*.pem`, `.e*`) against the file system the way
+/// bash does by default (no dotfiles unless the pattern's segment starts with
+/// `.`), so `cat .e*` is judged as `cat .env`. Returns the word itself when it
+/// has no glob characters or nothing matches; at most `limit` paths.
+pub fn expand_shell_glob(ws: &Workspace, word: &str, limit: usize) -> Vec<String> {
+    if !word.contains(['*', '?', '[']) {
+        return vec![word.to_string()];
+    }
+    let absolute = word.starts_with('/');
+    let mut partials: Vec<PathBuf> = vec![if absolute {
+        PathBuf::from("/")
+    } else {
+        PathBuf::new()
+    }];
+    for seg in word.split('/').filter(|s| !s.is_empty()) {
+        let mut next = Vec::new();
+        if !seg.contains(['*', '?', '[']) {
+            for p in &partials {
+                next.push(p.join(seg));
+            }
+        } else {
+            let Ok(glob) = GlobBuilder::new(seg).literal_separator(true).build() else {
+                return vec![word.to_string()];
+            };
+            let matcher = glob.compile_matcher();
+            for p in &partials {
+                let dir = if absolute { p.clone() } else { ws.root.join(p) };
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                for e in entries.flatten() {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    if name.starts_with('.') && !seg.starts_with('.') {
+                        continue;
+                    }
+                    if matcher.is_match(&*name) {
+                        next.push(p.join(&*name));
+                        if next.len() >= limit {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        partials = next;
+        if partials.is_empty() {
+            return vec![word.to_string()];
+        }
+    }
+    let mut out: Vec<String> = partials
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out.truncate(limit);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_dots_lexically() {
+        assert_eq!(fold(Path::new("/a/b/../c/./d")), PathBuf::from("/a/c/d"));
+        assert_eq!(fold(Path::new("/../x")), PathBuf::from("/x"));
+    }
+
+    #[test]
+    fn file_urls_are_decoded() {
+        assert_eq!(percent_decode("/a%20b"), "/a b");
+        assert_eq!(percent_decode("/100%"), "/100%");
+    }
+
+    #[test]
+    fn path_like_words() {
+        assert!(looks_like_path("/etc/passwd"));
+        assert!(looks_like_path("../x"));
+        assert!(looks_like_path("~/.ssh"));
+        assert!(!looks_like_path("fix the bug"));
+        assert!(!looks_like_path("src/main.rs"));
+    }
+}
