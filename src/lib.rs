@@ -13,10 +13,14 @@
 //! assert_eq!(policy.evaluate(&ws, &call).decision, toolgate::Decision::Deny);
 //! ```
 
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod config;
 pub mod executor;
+#[cfg(feature = "hooks")]
 pub mod hooks;
 pub mod policy;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod testing;
 pub mod text;

@@ -416,3 +416,65 @@ fn redact_filters_stdin() {
         "{out}"
     );
 }
+
+/// `toolgate eval … | head -1`: the reader closing its end is not an error.
+/// Every subcommand that prints ends quietly with 0 when stdout is closed.
+#[test]
+fn a_closed_stdout_ends_quietly_with_exit_0() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let calls: String = (0..20_000)
+        .map(|i| format!("{{\"name\":\"read\",\"arguments\":{{\"path\":\"f{i}.txt\"}}}}\n"))
+        .collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["eval", "--calls", "-"])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(calls.as_bytes());
+    });
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("\"decision\":\"allow\""), "{first}");
+    // The read end is closed here, long before 20,000 verdicts are written.
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", stdout_of(&out.stderr));
+
+    for args in [&["schema", "policy"][..], &["check"][..], &["test"][..]] {
+        let child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(args)
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut child = child;
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stdout_of(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            stdout_of(&out.stderr)
+        );
+    }
+}
+
+fn stdout_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

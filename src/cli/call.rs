@@ -11,16 +11,19 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
-use serde_json::Value;
-use toolgate::executor::{BatchOptions, EventSink, Executor};
-use toolgate::{ToolCall, Workspace};
+
+use super::error::load;
+use super::input::{read_file, single_call};
+use super::{CliError, ConfigArgs};
+use crate::executor::{BatchOptions, EventSink, Executor};
+use crate::{ToolCall, Workspace};
 
 /// What `toolgate call` was asked to run.
-pub struct CallRequest {
+struct CallRequest {
     /// The calls, in source order.
-    pub calls: Vec<ToolCall>,
+    calls: Vec<ToolCall>,
     /// The message they came from hit the output token limit.
-    pub stopped_for_length: bool,
+    stopped_for_length: bool,
 }
 
 /// A `--batch` file: a JSON array of calls, or an object with `calls` and
@@ -37,7 +40,7 @@ enum BatchFile {
 }
 
 /// Parses a `--batch` file's text.
-pub fn parse_batch(text: &str) -> Result<CallRequest, String> {
+fn parse_batch(text: &str) -> Result<CallRequest, String> {
     let batch: BatchFile = serde_json::from_str(text).map_err(|e| {
         format!(
             "invalid batch: {e}; expected a JSON array of {{\"id\": …, \"name\": …, \"arguments\": {{…}}}}"
@@ -73,7 +76,7 @@ pub fn parse_batch(text: &str) -> Result<CallRequest, String> {
 
 /// Gives calls without an id one (`call-1`, `call-2`, …) so every result
 /// and event can be linked to its call.
-pub fn number_calls(calls: &mut [ToolCall]) {
+fn number_calls(calls: &mut [ToolCall]) {
     for (i, c) in calls.iter_mut().enumerate() {
         if c.id.is_empty() {
             c.id = format!("call-{}", i + 1);
@@ -98,39 +101,47 @@ fn event_sink(path: &Path) -> std::io::Result<EventSink> {
     }))
 }
 
-/// Runs the calls and prints one result per line, in source order. Exit 0
-/// when every call succeeded, 1 when any result is an error, 2 when the
-/// calls could not be run at all.
+/// Runs `call`: prints one result per line, in source order. Exit 0 when
+/// every call succeeded, 1 when any result is an error, 2 when the calls
+/// could not be run at all.
+#[allow(clippy::too_many_arguments)] // one per flag
 pub fn run(
-    policy: toolgate::CompiledPolicy,
+    config: &ConfigArgs,
     workspace: &Path,
-    mut request: CallRequest,
+    profile: Option<String>,
+    tool: Option<String>,
+    args: Option<String>,
+    batch: Option<PathBuf>,
     events: Option<PathBuf>,
     sequential: bool,
-) -> ExitCode {
-    let fail = |message: String| {
-        eprintln!("toolgate: {message}");
-        ExitCode::from(2)
+) -> Result<ExitCode, CliError> {
+    let mut request = match (tool, args, batch) {
+        (Some(name), Some(args), None) => CallRequest {
+            calls: vec![single_call(name, &args)?],
+            stopped_for_length: false,
+        },
+        (None, None, Some(file)) => parse_batch(&read_file(&file)?)
+            .map_err(|e| CliError::usage(format!("{}: {e}", file.display())))?,
+        _ => {
+            return Err(CliError::usage(
+                "give --tool NAME --args JSON, or --batch FILE",
+            ))
+        }
     };
-    let ws = match Workspace::new(workspace) {
-        Ok(ws) => ws,
-        Err(e) => return fail(format!("workspace `{}`: {e}", workspace.display())),
-    };
-    let executor = match Executor::new(Arc::new(policy), ws) {
-        Ok(x) => x,
-        Err(e) => return fail(format!("cannot open the workspace's roots: {e}")),
-    };
-    let events = match events.as_deref().map(event_sink).transpose() {
-        Ok(e) => e,
-        Err(e) => return fail(format!("--events: {e}")),
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let policy = load(&config.paths(), profile)?;
+    let ws = Workspace::new(workspace)
+        .map_err(|e| CliError::usage(format!("workspace `{}`: {e}", workspace.display())))?;
+    let executor = Executor::new(Arc::new(policy), ws)
+        .map_err(|e| CliError::usage(format!("cannot open the workspace's roots: {e}")))?;
+    let events = events
+        .as_deref()
+        .map(event_sink)
+        .transpose()
+        .map_err(|e| CliError::usage(format!("--events: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return fail(format!("cannot start the async runtime: {e}")),
-    };
+        .map_err(|e| CliError::usage(format!("cannot start the async runtime: {e}")))?;
     number_calls(&mut request.calls);
     let options = BatchOptions {
         events,
@@ -152,29 +163,11 @@ pub fn run(
     let mut out = std::io::stdout().lock();
     for result in &outcome.results {
         let line = serde_json::to_string(result).unwrap_or_default();
-        if writeln!(out, "{line}").is_err() {
-            return ExitCode::from(2);
-        }
+        writeln!(out, "{line}")?;
     }
-    if outcome.results.iter().any(|r| r.is_error) {
+    Ok(if outcome.results.iter().any(|r| r.is_error) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
-}
-
-/// `--tool NAME --args JSON` as a request.
-pub fn single(name: String, args: &str) -> Result<CallRequest, String> {
-    match serde_json::from_str::<Value>(args) {
-        Ok(arguments @ Value::Object(_)) => Ok(CallRequest {
-            calls: vec![ToolCall {
-                id: String::new(),
-                name,
-                arguments,
-            }],
-            stopped_for_length: false,
-        }),
-        Ok(_) => Err("--args must be a JSON object, e.g. '{\"path\": \"src/main.rs\"}'".into()),
-        Err(e) => Err(format!("--args is not valid JSON: {e}")),
-    }
+    })
 }

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::translate::{self, Translation};
-use super::{Agent, Answer, Event, HookArgs, Payload};
+use super::{Agent, Answer, Event, HookOptions, Payload};
 use crate::config::ConfigPaths;
 use crate::policy::decide::{decide, CallFacts, ToolStatus};
 use crate::policy::{Redactor, UnknownToolDecision};
@@ -15,7 +15,7 @@ use crate::text::truncate_head;
 use crate::{CompileOptions, CompiledPolicy, Verdict, Workspace};
 
 /// The answer to `payload`; every failure is a refusal in the event's format.
-pub(super) fn answer(agent: Agent, args: &HookArgs, payload: &Payload) -> Answer {
+pub(super) fn answer(agent: Agent, args: &HookOptions, payload: &Payload) -> Answer {
     let refuse = |reason: String| Answer::refuse(payload.event, reason);
     let paths = ConfigPaths {
         policies: args.policies.clone(),
@@ -56,7 +56,7 @@ pub(super) fn answer(agent: Agent, args: &HookArgs, payload: &Payload) -> Answer
 }
 
 /// The workspace: `--workspace`, else the CLI's `cwd`.
-fn workspace(args: &HookArgs, payload: &Payload) -> Result<Workspace, String> {
+fn workspace(args: &HookOptions, payload: &Payload) -> Result<Workspace, String> {
     let dir = match (&args.workspace, &payload.cwd) {
         (Some(dir), _) => dir.clone(),
         (None, Some(cwd)) if std::path::Path::new(cwd).is_absolute() => cwd.into(),
@@ -80,7 +80,7 @@ fn workspace(args: &HookArgs, payload: &Payload) -> Result<Workspace, String> {
     })
 }
 
-fn before(agent: Agent, args: &HookArgs, policy: &CompiledPolicy, payload: &Payload) -> Answer {
+fn before(agent: Agent, args: &HookOptions, policy: &CompiledPolicy, payload: &Payload) -> Answer {
     let refuse = |reason: String| Answer::refuse(Event::Before, reason);
     let ws = match workspace(args, payload) {
         Ok(ws) => ws,

@@ -16,72 +16,66 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use serde_json::{json, Map, Value};
 
 use super::Agent;
 
-/// Options of `toolgate hook install`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct InstallArgs {
+/// What `toolgate hook install` was asked for.
+#[derive(Debug, Clone)]
+pub struct InstallOptions {
     /// The agent CLI.
-    #[arg(value_enum)]
     pub agent: Agent,
-    /// Register for one project (.claude/, .codex/ or .gemini/ under --dir) [default].
-    #[arg(long, conflicts_with = "user")]
-    pub project: bool,
-    /// Register for every project of this user (in the home folder).
-    #[arg(long)]
+    /// Register for every project of this user (in the home folder) instead
+    /// of one project.
     pub user: bool,
-    /// Merge into the settings file (atomic, with a backup) instead of printing the snippet.
-    #[arg(long)]
+    /// Merge into the settings file instead of printing the snippet.
     pub write: bool,
-    /// The project folder, for --project.
-    #[arg(long, default_value = ".")]
+    /// The project folder, for a project install.
     pub dir: PathBuf,
     /// The toolgate command the CLI runs [default: this binary's absolute path].
-    #[arg(long)]
     pub bin: Option<String>,
     /// Policy folder or file for the hook to load (written as an absolute path).
-    #[arg(long)]
     pub policies: Option<PathBuf>,
     /// Manifest folder for the hook to load (written as an absolute path).
-    #[arg(long)]
     pub manifests: Option<PathBuf>,
     /// The CLI's time limit for one hook run, in seconds (written in the CLI's unit).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
     pub timeout: u64,
 }
 
-/// Runs `toolgate hook install`.
-pub fn main(args: &InstallArgs) -> ExitCode {
-    match install(args) {
-        Ok(message) => {
-            if !message.is_empty() {
-                eprintln!("{message}");
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("toolgate: {e}");
-            ExitCode::from(2)
-        }
-    }
+/// What an install did: the snippet to print (without `write`) and a note
+/// for stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The settings snippet, for stdout, when it was not written.
+    pub snippet: Option<String>,
+    /// What happened, for stderr ("" when there is nothing to say).
+    pub note: String,
 }
 
-fn install(args: &InstallArgs) -> Result<String, String> {
+/// Installs the hook settings, or, without `write`, says what to merge.
+pub fn install(args: &InstallOptions) -> Result<Installed, String> {
     let hook = hook_command(args)?;
     let snippet = snippet(args.agent, &hook, args.timeout);
     let file = settings_file(args)?;
     if !args.write {
         let text = serde_json::to_string_pretty(&snippet).unwrap_or_default();
-        println!("{text}");
-        return Ok(format!(
-            "toolgate: merge this into {}, or run again with --write to do it (a backup is kept)",
-            file.display()
-        ));
+        return Ok(Installed {
+            snippet: Some(text),
+            note: format!(
+                "toolgate: merge this into {}, or run again with --write to do it (a backup is kept)",
+                file.display()
+            ),
+        });
     }
+    write_settings(args, &file, &snippet).map(|note| Installed {
+        snippet: None,
+        note,
+    })
+}
+
+fn write_settings(args: &InstallOptions, file: &Path, snippet: &Value) -> Result<String, String> {
+    let file = file.to_path_buf();
     let (existing, original) = match std::fs::read(&file) {
         Ok(bytes) => {
             let text = String::from_utf8(bytes).map_err(|_| {
@@ -99,7 +93,7 @@ fn install(args: &InstallArgs) -> Result<String, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (json!({}), None),
         Err(e) => return Err(format!("{}: {e}; nothing was changed", file.display())),
     };
-    let merged = merge(existing.clone(), args.agent, &snippet)
+    let merged = merge(existing.clone(), args.agent, snippet)
         .map_err(|e| format!("{}: {e}; nothing was changed", file.display()))?;
     if original.is_some() && merged == existing {
         return Ok(format!(
@@ -125,7 +119,7 @@ fn install(args: &InstallArgs) -> Result<String, String> {
 }
 
 /// The shell command the CLI runs for each call.
-fn hook_command(args: &InstallArgs) -> Result<String, String> {
+fn hook_command(args: &InstallOptions) -> Result<String, String> {
     let bin = match &args.bin {
         Some(b) => b.clone(),
         None => {
@@ -197,7 +191,7 @@ pub fn snippet(agent: Agent, command: &str, timeout_secs: u64) -> Value {
     json!({ "hooks": events })
 }
 
-fn settings_file(args: &InstallArgs) -> Result<PathBuf, String> {
+fn settings_file(args: &InstallOptions) -> Result<PathBuf, String> {
     let name = match args.agent {
         Agent::Claude => (".claude", "settings.json"),
         Agent::Codex => (".codex", "hooks.json"),

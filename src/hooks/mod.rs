@@ -24,13 +24,9 @@ mod gemini;
 pub mod install;
 pub mod patch;
 pub mod translate;
-mod watchdog;
 
-use std::io::{Read, Write};
-use std::panic::AssertUnwindSafe;
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::ExitCode;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -42,7 +38,7 @@ use crate::policy::Decision;
 pub const MAX_INPUT_BYTES: usize = 16 << 20;
 
 /// The agent CLIs toolgate answers as a hook.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Agent {
     /// Claude Code.
     Claude,
@@ -99,50 +95,15 @@ impl Agent {
     }
 }
 
-/// `toolgate hook …`.
-#[derive(clap::Subcommand, Debug)]
-pub enum HookCommand {
-    /// Answer one Claude Code hook call (PreToolUse / PostToolUse JSON on stdin).
-    Claude(HookArgs),
-    /// Answer one Codex hook call (PreToolUse / PostToolUse JSON on stdin).
-    Codex(HookArgs),
-    /// Answer one Gemini CLI hook call (BeforeTool / AfterTool JSON on stdin).
-    Gemini(HookArgs),
-    /// Print the settings that register toolgate as a CLI's hook, or merge them in with --write.
-    Install(install::InstallArgs),
-}
-
-/// Options of `toolgate hook claude|codex|gemini`.
-#[derive(clap::Args, Clone, Debug)]
-pub struct HookArgs {
-    /// Policy folder (every *.yaml is a layer) or one policy file [default: ./policies, else embedded].
-    #[arg(long)]
+/// Where a hook finds its policy and workspace (`toolgate hook CLI`'s options).
+#[derive(Clone, Debug, Default)]
+pub struct HookOptions {
+    /// Policy folder or file [default: ./policies, else embedded].
     pub policies: Option<PathBuf>,
     /// Manifest folder [default: ./tool-manifests, else embedded].
-    #[arg(long)]
     pub manifests: Option<PathBuf>,
     /// The workspace paths are resolved against [default: the hook input's `cwd`].
-    #[arg(long)]
     pub workspace: Option<PathBuf>,
-    /// Deny when no answer is ready after this many milliseconds (keep it
-    /// below the CLI's hook timeout, which would otherwise let the call run).
-    #[arg(long, default_value_t = 5000)]
-    pub deadline_ms: u64,
-    /// Read the hook input from this file instead of stdin (to replay a
-    /// saved call, or to time the hook without a shell).
-    #[arg(long)]
-    pub input: Option<PathBuf>,
-}
-
-/// Runs `toolgate hook …`.
-pub fn main(command: HookCommand) -> ExitCode {
-    let (agent, args) = match command {
-        HookCommand::Claude(a) => (Agent::Claude, a),
-        HookCommand::Codex(a) => (Agent::Codex, a),
-        HookCommand::Gemini(a) => (Agent::Gemini, a),
-        HookCommand::Install(a) => return install::main(&a),
-    };
-    ExitCode::from(run(agent, &args))
 }
 
 /// Which half of the pipeline the CLI is asking about.
@@ -248,55 +209,15 @@ impl Reply {
     }
 }
 
-/// Answers one hook call: reads stdin, writes the answer, returns the exit
-/// code. Never panics and never returns anything but 0 or 2 (see the module
-/// documentation).
-pub fn run(agent: Agent, args: &HookArgs) -> u8 {
-    // A panic anywhere, in any thread, denies: the hook prints the reason and
-    // exits 2 before the default handler could end the process with 101.
-    std::panic::set_hook(Box::new(|info| {
-        let _ = writeln!(
-            std::io::stderr(),
-            "toolgate: internal error ({info}); the call is denied"
-        );
-        std::process::exit(2);
-    }));
-    watchdog::start(args.deadline_ms);
-    let reply = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        inject_fault(args.deadline_ms);
-        let input = match &args.input {
-            None => read_input(&mut std::io::stdin().lock()),
-            Some(path) => std::fs::File::open(path)
-                .map_err(|e| {
-                    format!(
-                        "toolgate: the hook input {} cannot be opened ({e}); the call is denied",
-                        path.display()
-                    )
-                })
-                .and_then(|mut f| read_input(&mut f)),
-        };
-        match input {
-            Ok(input) => handle(agent, args, &input),
-            Err(reason) => Reply::block(&reason),
-        }
-    }))
-    .unwrap_or_else(|_| Reply::block("toolgate: internal error; the call is denied"));
-    if !watchdog::claim_answer() {
-        // The watchdog has answered and is ending the process.
-        loop {
-            std::thread::park();
-        }
-    }
-    emit(&reply)
-}
-
-/// Decides one hook call given its raw input: everything [`run`] does except
-/// process-level I/O. It leaks the compiled policy on purpose (see
-/// `answer`), so it is for a process that ends after one call.
-fn handle(agent: Agent, args: &HookArgs, input: &[u8]) -> Reply {
+/// Decides one hook call given its raw input, in the CLI's format; every
+/// failure is a refusal. The process-level part (reading stdin, the
+/// deadline, a panic, writing the reply) is the command line's. It leaks
+/// the compiled policy on purpose (see `answer`), so it is for a process
+/// that ends after one call.
+pub fn handle(agent: Agent, options: &HookOptions, input: &[u8]) -> Reply {
     match parse(agent, input) {
         Ok(payload) => {
-            let answer = answer::answer(agent, args, &payload);
+            let answer = answer::answer(agent, options, &payload);
             agent.render(&answer, payload.event, Some(&payload))
         }
         Err((Some(event), reason)) => agent.render(&Answer::refuse(event, reason), event, None),
@@ -304,36 +225,8 @@ fn handle(agent: Agent, args: &HookArgs, input: &[u8]) -> Reply {
     }
 }
 
-fn emit(reply: &Reply) -> u8 {
-    let mut out = std::io::stdout().lock();
-    if out
-        .write_all(reply.stdout.as_bytes())
-        .and_then(|()| out.flush())
-        .is_err()
-    {
-        let _ = writeln!(
-            std::io::stderr(),
-            "toolgate: the answer could not be written to stdout; the call is denied"
-        );
-        return 2;
-    }
-    if !reply.stderr.is_empty() {
-        let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
-    }
-    reply.code
-}
-
-/// Test hook for the fail-closed paths: `TOOLGATE_HOOK_FAULT=panic` panics
-/// and `=stall` hangs while deciding. Either can only ever end in a deny.
-fn inject_fault(deadline_ms: u64) {
-    match std::env::var("TOOLGATE_HOOK_FAULT").as_deref() {
-        Ok("panic") => panic!("injected fault (TOOLGATE_HOOK_FAULT=panic)"),
-        Ok("stall") => std::thread::sleep(Duration::from_millis(deadline_ms.saturating_mul(10))),
-        _ => {}
-    }
-}
-
-fn read_input(stdin: &mut impl Read) -> Result<Vec<u8>, String> {
+/// Reads a hook's input, refusing more than [`MAX_INPUT_BYTES`].
+pub fn read_input(stdin: &mut impl Read) -> Result<Vec<u8>, String> {
     let mut buf = Vec::new();
     stdin
         .take(MAX_INPUT_BYTES as u64 + 1)

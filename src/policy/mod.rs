@@ -65,6 +65,41 @@ pub struct CompiledPolicy {
 }
 
 impl CompiledPolicy {
+    /// A short hash of every source file: the policy version logged with
+    /// each decision.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The files it was compiled from.
+    pub fn files(&self) -> &[String] {
+        &self.files
+    }
+
+    /// The active tools' names, in the order the policy lists them.
+    pub fn active_tools(&self) -> &[String] {
+        &self.tools.active
+    }
+
+    /// The secret redactor for output (built on first use).
+    pub fn redactor(&self) -> &Redactor {
+        self.redactor.get()
+    }
+
+    /// One line for people: version, files, active tools and rule counts
+    /// (what `toolgate check` prints after `ok: policy`).
+    pub fn summary(&self) -> String {
+        format!(
+            "{} — {} files, active tools: {}; {} rules, {} command patterns, {} redaction rules",
+            self.version,
+            self.files.len(),
+            self.tools.active.join(", "),
+            self.rules.rules.len(),
+            self.commands.allow.len() + self.commands.ask.len() + self.commands.deny.len(),
+            self.redactor.len()
+        )
+    }
+
     /// The load's warnings plus the imported redaction rules that fail the
     /// checks or cannot be built (they are checked and built on first use,
     /// so this does both now). For `toolgate check`; costs a full redactor

@@ -9,13 +9,13 @@
 
 pub mod admin;
 pub mod approve;
-pub mod command;
 pub mod guard;
 pub mod http;
 pub mod log;
 pub mod mcp;
 pub mod metrics;
 pub mod reload;
+mod start;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -23,6 +23,8 @@ use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 use tokio::sync::watch;
+
+pub use start::{run, ServeError, ServeOptions, Transport};
 
 use crate::config::{ConfigPaths, Diagnostics};
 use crate::executor::{BatchOptions, Executor, ToolResult};

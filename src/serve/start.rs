@@ -1,7 +1,7 @@
-//! `toolgate serve`: start the gateway, hot reload, and one MCP transport.
+//! Serving to the end: start the gateway, hot reload, and one MCP transport.
 //!
-//! The CLI only parses flags into [`ServeOptions`]; everything else is here
-//! so that tests and embedders run exactly what the binary runs.
+//! The command line only parses flags into [`ServeOptions`]; everything else
+//! is here so that tests and embedders run exactly what the binary runs.
 
 use std::sync::Arc;
 
@@ -36,19 +36,6 @@ pub enum ServeError {
     Config(String),
     /// Serving failed after start (I/O, the transport closed badly): exit 1.
     Runtime(String),
-}
-
-/// Sends logs (rmcp's and ours) to stderr, never stdout: on stdio, stdout
-/// carries only protocol messages. `TOOLGATE_LOG` takes an env-filter
-/// directive such as `debug` or `toolgate=debug,rmcp=info`.
-pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error,toolgate=info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
 }
 
 /// Runs `serve` to the end: until stdin closes (stdio) or SIGINT/SIGTERM.
