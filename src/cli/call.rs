@@ -131,7 +131,7 @@ pub fn run(
     let policy = load(&config.paths(), profile)?;
     let ws = Workspace::new(workspace)
         .map_err(|e| CliError::usage(format!("workspace `{}`: {e}", workspace.display())))?;
-    let executor = Executor::new(Arc::new(policy), ws)
+    let executor = Executor::try_new(policy, ws)
         .map_err(|e| CliError::usage(format!("cannot open the workspace's roots: {e}")))?;
     let events = events
         .as_deref()

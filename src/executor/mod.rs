@@ -135,7 +135,10 @@ pub struct Snapshot {
     /// The policy every decision of the batch is made by.
     pub policy: Arc<CompiledPolicy>,
     tools: HashMap<String, RunnableTool>,
-    sandbox: Arc<Sandbox>,
+    workspace: Workspace,
+    /// The roots opened as capability directories, or why they could not
+    /// be (then every call gets that as its error result).
+    sandbox: Result<Arc<Sandbox>, Arc<io::Error>>,
     /// One permit per call that may execute at once
     /// (`limits.max_concurrent_calls`). Per snapshot: after a reload, calls
     /// still running under the old policy are not counted against the new
@@ -148,14 +151,16 @@ impl Snapshot {
         policy: Arc<CompiledPolicy>,
         workspace: &Workspace,
         overrides: &HashMap<String, Arc<dyn Tool>>,
-    ) -> io::Result<Snapshot> {
+    ) -> Snapshot {
         let roots: Vec<_> = policy
             .paths
             .resolved_roots(workspace)
             .into_iter()
             .flatten()
             .collect();
-        let sandbox = Arc::new(Sandbox::new(workspace.clone(), &roots)?);
+        let sandbox = Sandbox::new(workspace.clone(), &roots)
+            .map(Arc::new)
+            .map_err(Arc::new);
         let mut runnable = HashMap::new();
         for info in policy.tools.tools.values() {
             let implementation = overrides
@@ -176,20 +181,34 @@ impl Snapshot {
         let permits = Arc::new(Semaphore::new(
             (policy.limits.max_concurrent_calls as usize).clamp(1, Semaphore::MAX_PERMITS),
         ));
-        Ok(Snapshot {
+        Snapshot {
             policy,
             tools: runnable,
+            workspace: workspace.clone(),
             sandbox,
             permits,
-        })
+        }
     }
 
     /// An active tool the snapshot can run.
-    fn active(&self, name: &str) -> Option<&RunnableTool> {
-        if !self.policy.tools.is_active(name) {
-            return None;
-        }
-        self.tools.get(name)
+    fn active(&self, name: &str) -> Result<&RunnableTool, crate::policy::ToolNotFound> {
+        self.policy.tools.active_tool(name)?;
+        self.tools
+            .get(name)
+            .ok_or_else(|| crate::policy::ToolNotFound(name.to_string()))
+    }
+
+    /// The workspace calls run in.
+    fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// Where tools open files, or why it could not be opened (the error
+    /// result every call gets then).
+    fn sandbox(&self) -> Result<&Arc<Sandbox>, String> {
+        self.sandbox.as_ref().map_err(|e| {
+            format!("The workspace's roots cannot be opened ({e}), so no tool can run.")
+        })
     }
 }
 
@@ -202,9 +221,27 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// An executor for `workspace` under `policy`.
-    pub fn new(policy: Arc<CompiledPolicy>, workspace: Workspace) -> io::Result<Executor> {
-        Executor::with_tools(policy, workspace, HashMap::new())
+    /// An executor for `workspace` under `policy`. When the policy's roots
+    /// cannot be opened, every call gets an error result saying so (use
+    /// [`Executor::try_new`] to learn it up front).
+    pub fn new(policy: impl Into<Arc<CompiledPolicy>>, workspace: Workspace) -> Executor {
+        let overrides = HashMap::new();
+        let snapshot = Snapshot::build(policy.into(), &workspace, &overrides);
+        Executor {
+            workspace,
+            current: ArcSwap::from_pointee(snapshot),
+            overrides,
+            mutations: Arc::new(MutationQueues::default()),
+        }
+    }
+
+    /// Like [`Executor::new`], but fails when the policy's roots cannot be
+    /// opened.
+    pub fn try_new(
+        policy: impl Into<Arc<CompiledPolicy>>,
+        workspace: Workspace,
+    ) -> io::Result<Executor> {
+        Executor::with_tools(policy.into(), workspace, HashMap::new())
     }
 
     /// Like [`Executor::new`], with some tools' implementations replaced by
@@ -215,7 +252,10 @@ impl Executor {
         workspace: Workspace,
         overrides: HashMap<String, Arc<dyn Tool>>,
     ) -> io::Result<Executor> {
-        let snapshot = Snapshot::build(policy, &workspace, &overrides)?;
+        let snapshot = Snapshot::build(policy, &workspace, &overrides);
+        if let Err(e) = &snapshot.sandbox {
+            return Err(io::Error::new(e.kind(), e.to_string()));
+        }
         Ok(Executor {
             workspace,
             current: ArcSwap::from_pointee(snapshot),
@@ -227,7 +267,10 @@ impl Executor {
     /// Replaces the policy for batches that start from now on; running
     /// batches finish on the snapshot they started with.
     pub fn set_policy(&self, policy: Arc<CompiledPolicy>) -> io::Result<()> {
-        let snapshot = Snapshot::build(policy, &self.workspace, &self.overrides)?;
+        let snapshot = Snapshot::build(policy, &self.workspace, &self.overrides);
+        if let Err(e) = &snapshot.sandbox {
+            return Err(io::Error::new(e.kind(), e.to_string()));
+        }
         self.current.store(Arc::new(snapshot));
         Ok(())
     }
@@ -240,6 +283,26 @@ impl Executor {
     /// The workspace calls run in.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
+    }
+
+    /// What the policy says of `call` as this executor would run it, before
+    /// anyone is asked: the active tool resolved, the arguments prepared,
+    /// coerced, validated and within the limits, then the before-rules.
+    /// `Ok` holds the call as it would run and the verdict (an `ask` not yet
+    /// put to anyone); `Err` the error result the call gets instead.
+    pub fn preflight(&self, call: &ToolCall) -> Result<(ToolCall, Verdict), Box<ToolResult>> {
+        let snapshot = self.snapshot();
+        pipeline::check(&snapshot, call).map(|c| (c.call, c.verdict))
+    }
+
+    /// Runs one call on its own (a batch of one) and returns its result.
+    pub async fn run(&self, call: ToolCall) -> ToolResult {
+        let (id, name) = (call.id.clone(), call.name.clone());
+        let mut outcome = self.run_batch(vec![call], BatchOptions::default()).await;
+        // A batch has one result per call; the fallback is never reached.
+        outcome.results.pop().unwrap_or_else(|| {
+            ToolResult::error(&id, &name, "The call produced no result".to_string())
+        })
     }
 
     /// Runs one batch of calls (one assistant message's tool calls).

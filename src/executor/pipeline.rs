@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::after;
 use super::events::{empty_details, Event, ToolResult};
 use super::validate::{check_call_arguments, ArgumentsRefused};
-use super::{BatchOptions, Snapshot};
+use super::{BatchOptions, RunnableTool, Snapshot};
 use crate::policy::{Decision, LimitExceeded, ToolCall, Verdict};
 use crate::tools::{
     Content, MutationQueues, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
@@ -44,28 +44,35 @@ pub enum Preflight {
     Ready(Box<Prepared>),
 }
 
-/// Steps 2-5 for one call.
-pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOptions) -> Preflight {
+/// What the policy says of a call as the executor will run it, before
+/// anyone is asked: the call with its arguments prepared, coerced and
+/// validated, and the before-hook's verdict.
+pub struct Checked<'a> {
+    /// The call as it will run.
+    pub call: ToolCall,
+    /// The policy's verdict (`ask` not yet put to anyone).
+    pub verdict: Verdict,
+    tool: &'a RunnableTool,
+}
+
+/// Steps 2-5 without the approver: resolve the active tool, prepare, coerce
+/// and validate the arguments within the limits, then the policy's verdict.
+/// `Err` is the immediate error result the call gets instead.
+pub fn check<'a>(snapshot: &'a Snapshot, call: &ToolCall) -> Result<Checked<'a>, Box<ToolResult>> {
     let immediate = |message: String| {
         let mut r = ToolResult::error(&call.id, &call.name, message);
         r.policy_version = snapshot.policy.version.clone();
-        Preflight::Immediate(Box::new(r))
+        Box::new(r)
     };
-    if options.cancel.is_cancelled() {
-        return immediate(ABORTED.to_string());
-    }
-    let Some(tool) = snapshot.active(&call.name) else {
-        return immediate(format!("Tool {} not found", call.name));
-    };
-    let schema = match tool.schema() {
-        Ok(schema) => schema,
-        Err(e) => {
-            return immediate(format!(
-                "Tool {} has an argument schema that cannot be used: {e}",
-                call.name
-            ))
-        }
-    };
+    let tool = snapshot
+        .active(&call.name)
+        .map_err(|not_found| immediate(not_found.to_string()))?;
+    let schema = tool.schema().as_ref().map_err(|e| {
+        immediate(format!(
+            "Tool {} has an argument schema that cannot be used: {e}",
+            call.name
+        ))
+    })?;
     let args = match check_call_arguments(
         &call.name,
         &tool.info.manifest.prepare,
@@ -75,16 +82,56 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
         &call.arguments,
     ) {
         Ok(args) => args,
-        Err(ArgumentsRefused::OverLimit(over)) => return over_limit(snapshot, call, &over),
-        Err(ArgumentsRefused::Invalid(message)) => return immediate(message),
+        Err(ArgumentsRefused::OverLimit(over)) => {
+            return Err(Box::new(limit_result(snapshot, call, &over)))
+        }
+        Err(ArgumentsRefused::Invalid(message)) => return Err(immediate(message)),
     };
-
     let checked = ToolCall {
         id: call.id.clone(),
         name: call.name.clone(),
         arguments: args,
     };
-    let verdict = before(snapshot, &checked, options).await;
+    let ws = snapshot.workspace();
+    let decided =
+        std::panic::catch_unwind(AssertUnwindSafe(|| snapshot.policy.evaluate(ws, &checked)));
+    // A panic while deciding blocks the call (fail closed).
+    let verdict = decided.unwrap_or_else(|_| {
+        Verdict::deny(
+            None,
+            "The policy failed while deciding this call, so it was blocked. \
+             Report this as a toolgate bug.",
+        )
+    });
+    Ok(Checked {
+        call: checked,
+        verdict,
+        tool,
+    })
+}
+
+/// Steps 2-5 for one call: [`check`], then `ask` put to the approver.
+pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOptions) -> Preflight {
+    let immediate = |message: String| {
+        let mut r = ToolResult::error(&call.id, &call.name, message);
+        r.policy_version = snapshot.policy.version.clone();
+        Preflight::Immediate(Box::new(r))
+    };
+    if options.cancel.is_cancelled() {
+        return immediate(ABORTED.to_string());
+    }
+    if let Err(e) = snapshot.sandbox() {
+        return immediate(e);
+    }
+    let Checked {
+        call: checked,
+        verdict,
+        tool,
+    } = match check(snapshot, call) {
+        Ok(c) => c,
+        Err(result) => return Preflight::Immediate(result),
+    };
+    let verdict = approve(&checked, verdict, options).await;
     if options.cancel.is_cancelled() {
         return immediate(ABORTED.to_string());
     }
@@ -108,12 +155,6 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
     }))
 }
 
-/// The immediate result for a call over one of the policy's limits: a deny
-/// naming the limit, logged like any other policy decision.
-pub fn over_limit(snapshot: &Snapshot, call: &ToolCall, over: &LimitExceeded) -> Preflight {
-    Preflight::Immediate(Box::new(limit_result(snapshot, call, over)))
-}
-
 /// An error result for `call` saying which limit it went over.
 pub fn limit_result(snapshot: &Snapshot, call: &ToolCall, over: &LimitExceeded) -> ToolResult {
     let mut r = ToolResult::error(&call.id, &call.name, over.message());
@@ -127,24 +168,10 @@ pub fn limit_result(snapshot: &Snapshot, call: &ToolCall, over: &LimitExceeded) 
     r
 }
 
-/// The before-hook: the policy's verdict, with `ask` put to the approver.
-/// A panic while deciding blocks the call (fail closed).
-async fn before(snapshot: &Snapshot, call: &ToolCall, options: &BatchOptions) -> Verdict {
-    let ws = snapshot.sandbox.workspace();
-    let decided = std::panic::catch_unwind(AssertUnwindSafe(|| snapshot.policy.evaluate(ws, call)));
-    let mut verdict = match decided {
-        Ok(v) => v,
-        Err(_) => {
-            return Verdict {
-                decision: Decision::Deny,
-                reason: "The policy failed while deciding this call, so it was blocked. \
-                         Report this as a toolgate bug."
-                    .to_string(),
-                rule: None,
-                terminate: false,
-            }
-        }
-    };
+/// An `ask` verdict put to the approver: allowed when approved, denied
+/// when declined, and left `ask` (so blocked) with a reason saying approval
+/// is required when no one can be asked.
+async fn approve(call: &ToolCall, mut verdict: Verdict, options: &BatchOptions) -> Verdict {
     if verdict.decision == Decision::Ask {
         match &options.approver {
             Some(approver) => {
@@ -200,9 +227,17 @@ pub async fn execute(
             }
         })
     };
+    let sandbox = match snapshot.sandbox() {
+        Ok(sandbox) => sandbox.clone(),
+        Err(e) => {
+            let mut r = ToolResult::error(&call.id, &call.name, e);
+            r.policy_version = snapshot.policy.version.clone();
+            return r;
+        }
+    };
     let ctx = ToolContext {
         call_id: call.id.clone(),
-        sandbox: snapshot.sandbox.clone(),
+        sandbox,
         deny: snapshot.policy.paths.deny.clone(),
         limits: super::run_limits(&snapshot.policy.limits),
         cancel: options.cancel.child_token(),

@@ -2,16 +2,12 @@
 //! the same verdict code as every other front-end, the after-event through
 //! the policy's redaction rules and limits.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 
 use super::translate::{self, Translation};
 use super::{Agent, Answer, Event, HookOptions, Payload};
 use crate::config::ConfigPaths;
-use crate::policy::decide::{decide, CallFacts, ToolStatus};
-use crate::policy::{Redactor, UnknownToolDecision};
-use crate::text::truncate_head;
+use crate::policy::{Strictest, UnknownToolDecision};
 use crate::{CompileOptions, CompiledPolicy, Verdict, Workspace};
 
 /// The answer to `payload`; every failure is a refusal in the event's format.
@@ -94,32 +90,17 @@ fn before(agent: Agent, args: &HookOptions, policy: &CompiledPolicy, payload: &P
         Translation::Unknown if policy.unknown_tools == UnknownToolDecision::Defer => {
             Answer::Silent
         }
-        Translation::Unknown => {
-            // The CLI's own tool (TodoWrite, web_fetch, …) or an MCP tool no
-            // manifest describes: the policy's `tools.unknown` decides, through
-            // the same code as a call to an unknown tool anywhere else.
-            let facts = CallFacts {
-                tool: name.clone(),
-                status: ToolStatus::Unknown,
-                args: None,
-                paths: Vec::new(),
-                shell: None,
-                problems: Vec::new(),
-                roots: Vec::new(),
-            };
-            from_verdict(decide(policy, &ws, &facts))
-        }
+        // The CLI's own tool (TodoWrite, web_fetch, …) or an MCP tool no
+        // manifest describes: the policy's `tools.unknown` decides.
+        Translation::Unknown => from_verdict(policy.unknown_tool_verdict(name)),
         Translation::Calls(calls) => {
-            // A patch is one call per file: the strictest verdict stands, the
-            // first at its level giving the reason, as within one call.
-            let mut best: Option<Verdict> = None;
+            // A patch is one call per file: the strictest verdict stands, as
+            // within one call.
+            let mut strictest = Strictest::new();
             for mapped in &calls {
-                let v = policy.evaluate_in(&ws, &mapped.call, mapped.workdir.as_deref());
-                if best.as_ref().is_none_or(|b| v.decision > b.decision) {
-                    best = Some(v);
-                }
+                strictest.offer(policy.evaluate_in(&ws, &mapped.call, mapped.workdir.as_deref()));
             }
-            match best {
+            match strictest.into_inner() {
                 Some(v) => from_verdict(v),
                 None => refuse(format!(
                     "toolgate: {name} names nothing to check; the call is denied"
@@ -150,20 +131,15 @@ fn after(policy: &CompiledPolicy, payload: &Payload) -> Answer {
     let Some(response) = &payload.tool_response else {
         return Answer::Silent;
     };
-    let redactor = policy.redactor.get();
-    let mut rules: Vec<String> = Vec::new();
-    for_each_string(response, &mut |s| {
-        for id in redactor.matching_rules(s) {
-            if !rules.iter().any(|r| r == id) {
-                rules.push(id.to_string());
-            }
-        }
-    });
+    let redactor = policy.redactor();
+    let rules = redactor.matching_rules_in_json(response);
     if rules.is_empty() {
         return Answer::Silent;
     }
     let ids = rules.join(", ");
-    let redacted = match redact_value(response, redactor) {
+    let mut redacted = response.clone();
+    redactor.redact_json(&mut redacted);
+    let redacted = match redacted {
         Value::String(s) => s,
         other => serde_json::to_string_pretty(&other).unwrap_or_default(),
     };
@@ -172,68 +148,6 @@ fn after(policy: &CompiledPolicy, payload: &Payload) -> Answer {
             "toolgate rule redact[{ids}]: the output of {} contains secrets ({ids}). Do not repeat, store or use them; the output with the secrets redacted is attached.",
             payload.tool_name
         ),
-        context: Some(limit(&redacted, policy)),
-    }
-}
-
-/// Calls `f` on every string of `value`: object keys and values at any depth.
-fn for_each_string(value: &Value, f: &mut impl FnMut(&str)) {
-    match value {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter().for_each(|v| for_each_string(v, f)),
-        Value::Object(map) => {
-            for (k, v) in map {
-                f(k);
-                for_each_string(v, f);
-            }
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
-}
-
-fn redact_value(value: &Value, redactor: &Redactor) -> Value {
-    let text = |s: &str| match redactor.redact(s) {
-        Cow::Borrowed(_) => s.to_string(),
-        Cow::Owned(r) => r,
-    };
-    match value {
-        Value::String(s) => Value::String(text(s)),
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| redact_value(v, redactor)).collect())
-        }
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (text(k), redact_value(v, redactor)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
-/// The policy's output limits, applied to what is handed back to the model.
-fn limit(text: &str, policy: &CompiledPolicy) -> String {
-    let lines = usize::try_from(policy.limits.max_output_lines).unwrap_or(usize::MAX);
-    let bytes = usize::try_from(policy.limits.max_output_bytes).unwrap_or(usize::MAX);
-    let t = truncate_head(text, lines, bytes);
-    if t.truncated() {
-        format!(
-            "{}\n[toolgate: truncated to {} of {} lines]",
-            t.content, t.output_lines, t.total_lines
-        )
-    } else {
-        t.content
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_string_is_visited() {
-        let v = serde_json::json!({"a": ["x", {"k": "y"}], "n": 1, "z": null});
-        let mut seen = Vec::new();
-        for_each_string(&v, &mut |s| seen.push(s.to_string()));
-        assert_eq!(seen, ["a", "x", "k", "y", "n", "z"]);
+        context: Some(policy.limits.clip(&redacted)),
     }
 }

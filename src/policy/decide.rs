@@ -254,12 +254,8 @@ pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Ver
     match facts.status {
         ToolStatus::Unknown => return unknown_tool(policy, &facts.tool),
         ToolStatus::Inactive => {
-            return Verdict {
-                decision: Decision::Deny,
-                reason: format!("Tool {} not found", facts.tool),
-                rule: Some("tools.active".to_string()),
-                terminate: false,
-            }
+            let not_found = super::tools::ToolNotFound(facts.tool.clone());
+            return Verdict::deny(Some("tools.active"), not_found.to_string());
         }
         ToolStatus::Active => {}
     }
@@ -359,6 +355,12 @@ impl CompiledPolicy {
     pub fn evaluate(&self, ws: &Workspace, call: &ToolCall) -> Verdict {
         let facts = gather(self, ws, call);
         decide(self, ws, &facts)
+    }
+
+    /// The verdict for a call to a tool no manifest describes (an agent
+    /// CLI's own tool): the policy's `tools.unknown`.
+    pub fn unknown_tool_verdict(&self, name: &str) -> Verdict {
+        unknown_tool(self, name)
     }
 
     /// Decides one call whose command runs in `workdir` ([`gather_in`]).

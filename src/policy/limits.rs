@@ -85,6 +85,25 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// `text` cut to the output limits, head kept, with a notice when cut:
+    /// for output a front-end hands back to a model without having run the
+    /// tool itself (an agent CLI's tool output).
+    pub fn clip(&self, text: &str) -> String {
+        let lines = usize::try_from(self.max_output_lines).unwrap_or(usize::MAX);
+        let bytes = usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX);
+        let t = crate::text::truncate_head(text, lines, bytes);
+        if t.truncated() {
+            format!(
+                "{}\n[toolgate: truncated to {} of {} lines]",
+                t.content, t.output_lines, t.total_lines
+            )
+        } else {
+            t.content
+        }
+    }
+}
+
 /// Which limit a call, command or batch went over, with the numbers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LimitExceeded {

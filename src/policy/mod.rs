@@ -31,6 +31,7 @@ pub use decide::{CallFacts, ToolCall};
 pub use finding::{Finding, Strictest, Verdict};
 pub use limits::{LimitExceeded, Limits};
 pub use redact::{LazyRedactor, Redactor};
+pub use tools::ToolNotFound;
 
 /// One immutable, compiled policy: every rule of every layer, ready to decide.
 ///

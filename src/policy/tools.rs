@@ -11,6 +11,19 @@ use serde_json::Value;
 use super::Access;
 use crate::config::manifest::{Manifest, PathAccess};
 
+/// A call to a tool that is not active (or not described at all): Pi's
+/// "Tool NAME not found", the same text from every front-end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolNotFound(pub String);
+
+impl std::fmt::Display for ToolNotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tool {} not found", self.0)
+    }
+}
+
+impl std::error::Error for ToolNotFound {}
+
 /// The built-in implementations a manifest may name.
 pub const BUILTINS: &[&str] = &["read", "write", "edit", "bash", "grep", "find", "ls"];
 
@@ -98,6 +111,15 @@ impl ToolSet {
     /// True when the model may call `name`.
     pub fn is_active(&self, name: &str) -> bool {
         self.active.iter().any(|a| a == name)
+    }
+
+    /// The active tool `name`, or the one answer every front-end gives for a
+    /// tool the model cannot see: it does not exist.
+    pub fn active_tool(&self, name: &str) -> Result<&ToolInfo, ToolNotFound> {
+        match self.tools.get(name) {
+            Some(info) if self.is_active(name) => Ok(info),
+            _ => Err(ToolNotFound(name.to_string())),
+        }
     }
 
     /// The active tools in their fixed order (what `tools/list` shows).

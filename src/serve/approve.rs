@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
-use crate::executor::{coerce, prepare, redact_value, Approver};
+use crate::executor::{redact_value, Approver};
 use crate::policy::{Decision, ToolCall, Verdict};
 
 /// The key of the approval form in `inputRequests` / `inputResponses`.
@@ -139,22 +139,11 @@ impl Approver for Answered {
     }
 }
 
-/// The before-hook's verdict as the executor will reach it (arguments
-/// prepared and coerced), when it is `ask`; `None` otherwise, or for a tool
-/// that is not active (the executor reports that).
+/// The before-hook's verdict as the executor will reach it (its own
+/// preflight), when it is `ask`; `None` otherwise, or for a call preflight
+/// refuses (the executor reports that when it runs).
 pub fn needs_approval(gateway: &Gateway, call: &ToolCall) -> Option<Verdict> {
-    let policy = gateway.policy();
-    let info = policy.tools.get(&call.name)?;
-    let arguments = coerce(
-        info.schema(),
-        prepare(&info.manifest.prepare, &call.arguments),
-    );
-    let prepared = ToolCall {
-        id: call.id.clone(),
-        name: call.name.clone(),
-        arguments,
-    };
-    let verdict = policy.evaluate(gateway.executor().workspace(), &prepared);
+    let (_, verdict) = gateway.executor().preflight(call).ok()?;
     (verdict.decision == Decision::Ask).then_some(verdict)
 }
 

@@ -229,11 +229,8 @@ impl ServerHandler for McpServer {
         let name = request.name.to_string();
         // Checked before anything runs: a tool the model cannot see does not
         // exist, and that is a protocol error, not a tool failure.
-        if !self.gateway.policy().tools.is_active(&name) {
-            return Err(McpError::invalid_params(
-                format!("Tool {name} not found"),
-                None,
-            ));
+        if let Err(not_found) = self.gateway.policy().tools.active_tool(&name) {
+            return Err(McpError::invalid_params(not_found.to_string(), None));
         }
         let call = ToolCall {
             id: format!("mcp-{}", context.id),

@@ -111,7 +111,7 @@ impl Gateway {
             reloads_failed: 0,
             last_reload_error: None,
         };
-        let executor = Executor::new(Arc::new(policy), workspace)
+        let executor = Executor::try_new(policy, workspace)
             .map_err(|e| format!("cannot open the workspace's roots: {e}"))?;
         let (tools_changed, _) = watch::channel(0);
         let (reloads, _) = watch::channel(0);

@@ -215,6 +215,35 @@ impl Redactor {
             .collect()
     }
 
+    /// Ids of the rules that match in any string of `value` (object keys
+    /// too, at any depth), each once, in the order first found.
+    pub fn matching_rules_in_json(&self, value: &serde_json::Value) -> Vec<String> {
+        fn text(r: &Redactor, s: &str, found: &mut Vec<String>) {
+            for id in r.matching_rules(s) {
+                if !found.iter().any(|f| f == id) {
+                    found.push(id.to_string());
+                }
+            }
+        }
+        fn walk(r: &Redactor, value: &serde_json::Value, found: &mut Vec<String>) {
+            use serde_json::Value;
+            match value {
+                Value::String(s) => text(r, s, found),
+                Value::Array(items) => items.iter().for_each(|v| walk(r, v, found)),
+                Value::Object(map) => {
+                    for (k, v) in map {
+                        text(r, k, found);
+                        walk(r, v, found);
+                    }
+                }
+                Value::Null | Value::Bool(_) | Value::Number(_) => {}
+            }
+        }
+        let mut found = Vec::new();
+        walk(self, value, &mut found);
+        found
+    }
+
     /// Redacts every string in `value` in place — object keys too — for tool
     /// `details` and decision-log arguments. Returns whether anything changed.
     pub fn redact_json(&self, value: &mut serde_json::Value) -> bool {

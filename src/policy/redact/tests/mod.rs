@@ -8,6 +8,7 @@ mod builtin;
 mod engine;
 mod generated;
 mod gitleaks;
+mod json;
 mod lazy;
 mod simd;
 mod streaming;
