@@ -17,7 +17,7 @@
 //! - `decision/cedar`: `Authorizer::is_authorized` on a prebuilt `Request` and
 //!   `Entities`; `decision/cedar_from_json` also builds them from JSON.
 //! - `decision/regorus`: `set_input` (prebuilt `Value`) + `eval_rule`.
-//! - `decision_full/*`: `CompiledPolicy::evaluate` (gather + decide: path
+//! - `decision_full/*`: `Policy::evaluate` (gather + decide: path
 //!   resolution syscalls and tree-sitter parsing included), one call each.
 //!
 //! The peers get the facts toolgate gathered (the workspace-relative path; the
@@ -36,9 +36,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
 use toolgate::policy::decide::{decide, gather, CallFacts};
 use toolgate::workspace::glob_key;
-use toolgate::{
-    load_policy, CompileOptions, CompiledPolicy, ConfigPaths, Decision, ToolCall, Workspace,
-};
+use toolgate::{load_policy, CompileOptions, ConfigPaths, Decision, Policy, ToolCall, Workspace};
 
 /// The mix: (tool, arguments, expected decision).
 fn requests() -> Vec<(ToolCall, Decision)> {
@@ -70,7 +68,7 @@ fn requests() -> Vec<(ToolCall, Decision)> {
 /// Everything the toolgate benches share: the compiled policy, a workspace
 /// with the files the requests name, and the requests.
 struct Setup {
-    policy: CompiledPolicy,
+    policy: Policy,
     ws: Workspace,
     _dir: tempfile::TempDir,
     requests: Vec<(ToolCall, Decision)>,

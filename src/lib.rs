@@ -1,7 +1,7 @@
 //! toolgate: a declarative policy-and-tool gateway for AI agents.
 //!
 //! Tool manifests (TOML) and policies (YAML) are loaded by [`config`] and
-//! compiled by [`policy::compile`] into one immutable [`CompiledPolicy`]. Its
+//! compiled by [`policy::compile`] into one immutable [`Policy`]. Its
 //! before-hook judges each [`ToolCall`] — allow, ask or deny, with the rule
 //! that decided and a reason — and its after-hook redacts secrets from output.
 //!
@@ -16,6 +16,7 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
+mod error;
 pub mod executor;
 #[cfg(feature = "hooks")]
 pub mod hooks;
@@ -28,14 +29,13 @@ pub mod tools;
 pub mod workspace;
 
 pub use config::{ConfigPaths, Diagnostic, Diagnostics};
-pub use policy::{compile, CompileOptions, CompiledPolicy, Decision, ToolCall, Verdict, Workspace};
+pub use error::Error;
+pub use executor::{Executor, ToolResult};
+pub use policy::{compile, CompileOptions, Decision, Policy, ToolCall, Verdict, Workspace};
 
 /// Loads and compiles in one step: what every front-end does at start-up and
 /// on reload.
-pub fn load_policy(
-    paths: &ConfigPaths,
-    options: &CompileOptions,
-) -> Result<CompiledPolicy, Diagnostics> {
+pub fn load_policy(paths: &ConfigPaths, options: &CompileOptions) -> Result<Policy, Diagnostics> {
     let loaded = config::load(paths)?;
     compile(&loaded, options)
 }

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::policy::rules::expand_placeholders;
-use crate::{CompiledPolicy, Decision, ToolCall, Workspace};
+use crate::{Decision, Policy, ToolCall, Workspace};
 
 /// One policy test file.
 #[derive(Clone, Debug, Deserialize)]
@@ -93,7 +93,7 @@ pub fn read_test_file(path: &Path) -> Result<TestFile, String> {
 /// Runs every case of `file` against `policy`. Cases run in a scratch
 /// workspace when the file lists `files` or `symlinks`, else in `workspace`.
 pub fn run_test_file(
-    policy: &CompiledPolicy,
+    policy: &Policy,
     name: &str,
     file: &TestFile,
     workspace: &Path,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::json;
-use toolgate::{load_policy, CompileOptions, CompiledPolicy, ConfigPaths, ToolCall, Workspace};
+use toolgate::{load_policy, CompileOptions, ConfigPaths, Policy, ToolCall, Workspace};
 
 #[derive(Deserialize)]
 struct Corpus<C> {
@@ -42,7 +42,7 @@ fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
 
-fn policy() -> CompiledPolicy {
+fn policy() -> Policy {
     let paths = ConfigPaths {
         policies: Some(corpus_dir().join("policy.yaml")),
         manifests: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tool-manifests")),
@@ -89,7 +89,7 @@ fn fixture() -> Fixture {
 }
 
 fn check(
-    policy: &CompiledPolicy,
+    policy: &Policy,
     ws: &Workspace,
     call: &ToolCall,
     decision: &str,

@@ -6,9 +6,8 @@
 //! serde_json's limit (tests/limits.rs, tests/mcp_robustness.rs).
 
 use serde_json::{json, Value};
-use toolgate::executor::{check_call_arguments, ArgumentSchema, ArgumentsRefused};
 use toolgate::policy::limits::ARGUMENT_DEPTH_CEILING;
-use toolgate::{load_policy, CompileOptions, ConfigPaths, ToolCall, Workspace};
+use toolgate::{load_policy, CompileOptions, ConfigPaths, Executor, ToolCall, Workspace};
 
 /// 512 KiB: tokio's worker threads have 2 MiB.
 const SMALL_STACK: usize = 512 << 10;
@@ -44,28 +43,27 @@ fn the_deepest_parsable_arguments_fit_in_a_small_stack() {
         };
         let policy = load_policy(&paths, &CompileOptions::default()).unwrap();
         let ws = Workspace::new(dir.path()).unwrap();
+        let policy = std::sync::Arc::new(policy);
+        let executor = Executor::new(policy.clone(), ws.clone());
         let within = ARGUMENT_DEPTH_CEILING as usize - 2;
         for depth in [within, 127] {
             let edits: Value = serde_json::from_str(&deep_text(depth, "\"x\"")).unwrap();
             let args = json!({"path": "a.txt", "edits": edits});
-            let info = policy.tools.get("edit").unwrap();
-            let schema = ArgumentSchema::compile(info.schema()).unwrap();
-            let checked = check_call_arguments(
-                "edit",
-                &info.manifest.prepare,
-                info.schema(),
-                &schema,
-                &policy.limits,
-                &args,
-            );
-            match checked {
-                Err(ArgumentsRefused::Invalid(text)) => {
+            // The executor's own preflight: prepare, coerce, validate, limits.
+            match executor.preflight(&ToolCall::new("edit", args)) {
+                Err(refused) if refused.verdict.is_some() => {
+                    let rule = refused
+                        .verdict
+                        .as_ref()
+                        .and_then(|v| v.rule().map(str::to_string));
+                    assert_eq!(rule.as_deref(), Some("limits.max_argument_depth"));
+                    assert!(depth > within, "{}", refused.text())
+                }
+                Err(refused) => {
+                    let text = refused.text();
                     assert!(text.contains("Validation failed"), "{text:.200}")
                 }
-                Err(ArgumentsRefused::OverLimit(over)) => {
-                    assert!(depth > within, "{over:?}")
-                }
-                Ok(v) => panic!("deep edits validated: {v:.100}"),
+                Ok((call, _)) => panic!("deep edits validated: {:.100}", call.arguments),
             }
             let call = ToolCall {
                 id: String::new(),
@@ -79,7 +77,7 @@ fn the_deepest_parsable_arguments_fit_in_a_small_stack() {
                 "\"ghp_0123456789abcdefghij0123456789abcdef\"",
             ))
             .unwrap();
-            assert!(policy.redactor.get().redact_json(&mut output));
+            assert!(policy.redactor().redact_json(&mut output));
         }
     });
 }

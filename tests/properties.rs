@@ -13,13 +13,13 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use serde_json::json;
-use toolgate::{load_policy, CompileOptions, CompiledPolicy, ConfigPaths, ToolCall, Workspace};
+use toolgate::{load_policy, CompileOptions, ConfigPaths, Policy, ToolCall, Workspace};
 
 struct Setup {
     _dir: tempfile::TempDir,
     root: String,
     ws: Workspace,
-    policy: CompiledPolicy,
+    policy: Policy,
 }
 
 /// Directories of the scratch workspace and their sub-directories.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolgate::tools::{from_manifest, Content, Tool, ToolContext, ToolError, ToolOutput};
-use toolgate::{load_policy, CompileOptions, CompiledPolicy, ConfigPaths, Diagnostics};
+use toolgate::{load_policy, CompileOptions, ConfigPaths, Diagnostics, Policy};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -17,7 +17,7 @@ fn data(name: &str) -> PathBuf {
 }
 
 /// Compiles the built-in manifests plus `extra` (file name, text).
-fn compile_with(extra: &[(&str, &str)]) -> Result<CompiledPolicy, Diagnostics> {
+fn compile_with(extra: &[(&str, &str)]) -> Result<Policy, Diagnostics> {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in toolgate::config::embedded_manifests() {
         std::fs::write(dir.path().join(name), text).unwrap();
@@ -51,7 +51,7 @@ struct Setup {
 
 fn setup(text: &str) -> Setup {
     let policy = compile_with(&[("t.toml", text)]).unwrap_or_else(|d| panic!("{}", d.to_human()));
-    let tool = from_manifest(&policy.tools.get("t").unwrap().manifest).unwrap();
+    let tool = from_manifest(policy.manifest("t").unwrap()).unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let ctx = toolgate::executor::standalone_context(workspace.path(), &policy).unwrap();
     Setup {
@@ -270,7 +270,7 @@ async fn the_git_log_example_runs_git_directly() {
     .unwrap();
     let policy =
         compile_with(&[("git-log.toml", &example)]).unwrap_or_else(|d| panic!("{}", d.to_human()));
-    let tool = from_manifest(&policy.tools.get("git_log").unwrap().manifest).unwrap();
+    let tool = from_manifest(policy.manifest("git_log").unwrap()).unwrap();
     let ws = tempfile::tempdir().unwrap();
     let git = |args: &[&str]| {
         std::process::Command::new("git")

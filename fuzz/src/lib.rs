@@ -17,7 +17,7 @@ use toolgate::config::{
 use toolgate::executor::{check_call_arguments, ArgumentSchema};
 use toolgate::policy::shell::{analyze, CommandPattern, MatchMode};
 use toolgate::policy::Redactor;
-use toolgate::{compile, load_policy, CompileOptions, CompiledPolicy, ToolCall, Workspace};
+use toolgate::{compile, load_policy, CompileOptions, Policy, ToolCall, Workspace};
 
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);
@@ -40,8 +40,8 @@ fn source(name: &str, text: &str) -> SourceFile {
 }
 
 /// The embedded default policy and built-in manifests, compiled once.
-fn default_policy() -> &'static CompiledPolicy {
-    static POLICY: OnceLock<CompiledPolicy> = OnceLock::new();
+fn default_policy() -> &'static Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
     POLICY.get_or_init(|| {
         let embedded = ConfigPaths {
             policies: None,
@@ -96,8 +96,7 @@ pub fn policy_loader(data: &[u8]) {
         let _ = policy.evaluate(workspace(), &call);
     }
     let _ = policy
-        .redactor
-        .get()
+        .redactor()
         .redact("token ghp_0123456789abcdefghij0123456789abcdef");
 }
 
@@ -128,7 +127,7 @@ pub fn manifest_loader(data: &[u8]) {
     let Ok(policy) = compile(&loaded, &CompileOptions::default()) else {
         return;
     };
-    let Some(info) = policy.tools.get(&name) else {
+    let Some(info) = policy.tool(&name) else {
         return;
     };
     let Ok(schema) = ArgumentSchema::compile(info.schema()) else {
@@ -140,7 +139,7 @@ pub fn manifest_loader(data: &[u8]) {
             &info.manifest.prepare,
             info.schema(),
             &schema,
-            &policy.limits,
+            policy.limits(),
             &args,
         );
     }
@@ -156,11 +155,11 @@ pub fn shell_analyzer(data: &[u8]) {
     let analysis = analyze(script);
     let policy = default_policy();
     for cmd in &analysis.commands {
-        let _ = policy.commands.judge(cmd);
+        let _ = policy.commands().judge(cmd);
         let _ = cmd.file_operands();
     }
     if !analysis.unparsed.is_empty() {
-        let _ = policy.commands.judge_unparsed(&analysis.unparsed);
+        let _ = policy.commands().judge_unparsed(&analysis.unparsed);
     }
     if let Ok(pattern) = CommandPattern::parse(script) {
         for cmd in &analysis.commands {
@@ -178,7 +177,7 @@ fn builtin_schemas() -> &'static Vec<ArgumentSchema> {
         TOOLS
             .iter()
             .map(|t| {
-                let info = default_policy().tools.get(t).expect("built-in tool");
+                let info = default_policy().tool(t).expect("built-in tool");
                 ArgumentSchema::compile(info.schema()).expect("built-in schema")
             })
             .collect()
@@ -200,13 +199,13 @@ pub fn coerce_validate(data: &[u8]) {
         let Ok(args) = serde_json::from_slice::<Value>(rest) else {
             return;
         };
-        let info = policy.tools.get(name).expect("built-in tool");
+        let info = policy.tool(name).expect("built-in tool");
         let _ = check_call_arguments(
             name,
             &info.manifest.prepare,
             info.schema(),
             &builtin_schemas()[index],
-            &policy.limits,
+            policy.limits(),
             &args,
         );
         return;
@@ -224,7 +223,7 @@ pub fn coerce_validate(data: &[u8]) {
     let Ok(compiled) = ArgumentSchema::compile(&schema) else {
         return;
     };
-    let _ = check_call_arguments("fuzz", &[], &schema, &compiled, &policy.limits, &args);
+    let _ = check_call_arguments("fuzz", &[], &schema, &compiled, policy.limits(), &args);
 }
 
 fn redactor() -> &'static Redactor {

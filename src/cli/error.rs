@@ -12,7 +12,7 @@ use std::io;
 use std::process::ExitCode;
 
 use crate::config::{ConfigPaths, Diagnostics};
-use crate::{CompileOptions, CompiledPolicy};
+use crate::{CompileOptions, Policy};
 
 /// Exit code for usage and configuration errors.
 pub const EXIT_USAGE: u8 = 2;
@@ -75,6 +75,6 @@ pub fn exit_code(result: Result<ExitCode, CliError>) -> ExitCode {
 }
 
 /// Loads and compiles the policy, or says why it did not load.
-pub fn load(paths: &ConfigPaths, profile: Option<String>) -> Result<CompiledPolicy, CliError> {
+pub fn load(paths: &ConfigPaths, profile: Option<String>) -> Result<Policy, CliError> {
     crate::load_policy(paths, &CompileOptions { profile }).map_err(CliError::Config)
 }

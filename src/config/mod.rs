@@ -2,7 +2,7 @@
 //! `extends` layering and diagnostics.
 //!
 //! Nothing here decides anything; [`crate::policy::compile`] turns what this
-//! module loads into a [`crate::policy::CompiledPolicy`].
+//! module loads into a [`crate::policy::Policy`].
 
 pub mod diagnostics;
 mod embedded;
@@ -136,6 +136,61 @@ pub fn load(paths: &ConfigPaths) -> Result<Loaded, Diagnostics> {
     }
 }
 
+/// Loads one policy given as text (named `name` in diagnostics), following
+/// its `extends` (`builtin:default`, or files relative to `base`), with the
+/// manifests in the folder `manifests` (the built-in ones when `None`). For
+/// embedders that hold a policy in memory.
+pub fn load_text(
+    name: &str,
+    text: &str,
+    base: &Path,
+    manifests: Option<&Path>,
+) -> Result<Loaded, Diagnostics> {
+    let mut diags = Diagnostics::default();
+    let mut layers = Vec::new();
+    let file = SourceFile {
+        name: name.to_string(),
+        path: None,
+        text: text.to_string(),
+    };
+    if text.len() > MAX_POLICY_BYTES {
+        diags.push(
+            Diagnostic::new(
+                name,
+                Position::default(),
+                format!(
+                    "the policy is {} bytes; the limit is {MAX_POLICY_BYTES}",
+                    text.len()
+                ),
+            )
+            .with_help("split it into smaller files joined with `extends`"),
+        );
+        return Err(diags);
+    }
+    load_layer(file, base, 0, &mut layers, &mut HashSet::new(), &mut diags);
+    let manifests = match manifests {
+        Some(dir) => {
+            let paths = ConfigPaths {
+                policies: None,
+                manifests: Some(dir.to_path_buf()),
+            };
+            let (manifests, manifest_diags) = load_manifests(&paths);
+            diags.extend(manifest_diags);
+            manifests
+        }
+        None => {
+            let mut manifests = Vec::new();
+            load_embedded_manifests(&mut manifests, &mut diags);
+            manifests
+        }
+    };
+    if diags.is_empty() {
+        Ok(Loaded { layers, manifests })
+    } else {
+        Err(diags)
+    }
+}
+
 /// Like [`load`], but also returns what did load next to the problems, so
 /// `toolgate check` can go on to compile it and report the compile errors too.
 pub fn load_all(paths: &ConfigPaths) -> (Loaded, Diagnostics) {
@@ -178,14 +233,7 @@ fn load_manifests(paths: &ConfigPaths) -> (Vec<LoadedManifest>, Diagnostics) {
         None => Vec::new(),
     };
     if paths.manifests.is_none() && manifest_files.is_empty() {
-        for m in embedded::MANIFESTS {
-            let file = SourceFile {
-                name: format!("<embedded>/tool-manifests/{}", m.file),
-                path: None,
-                text: m.toml.to_string(),
-            };
-            push_manifest(file, &mut manifests, &mut diags);
-        }
+        load_embedded_manifests(&mut manifests, &mut diags);
     }
     for path in manifest_files {
         if let Some(file) = read_file(&path, MAX_MANIFEST_BYTES, &mut diags) {
@@ -193,6 +241,17 @@ fn load_manifests(paths: &ConfigPaths) -> (Vec<LoadedManifest>, Diagnostics) {
         }
     }
     (manifests, diags)
+}
+
+fn load_embedded_manifests(manifests: &mut Vec<LoadedManifest>, diags: &mut Diagnostics) {
+    for m in embedded::MANIFESTS {
+        let file = SourceFile {
+            name: format!("<embedded>/tool-manifests/{}", m.file),
+            path: None,
+            text: m.toml.to_string(),
+        };
+        push_manifest(file, manifests, diags);
+    }
 }
 
 fn push_manifest(file: SourceFile, out: &mut Vec<LoadedManifest>, diags: &mut Diagnostics) {
@@ -254,6 +313,20 @@ fn load_policy_file(
     let Some(file) = read_file(path, MAX_POLICY_BYTES, diags) else {
         return;
     };
+    let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    load_layer(file, &base, depth, layers, seen, diags);
+}
+
+/// Parses one policy file's text and loads what it extends first (paths
+/// relative to `base`).
+fn load_layer(
+    file: SourceFile,
+    base: &Path,
+    depth: usize,
+    layers: &mut Vec<PolicyLayer>,
+    seen: &mut HashSet<PathBuf>,
+    diags: &mut Diagnostics,
+) {
     let (policy, map) = match parse::policy(&file) {
         Ok(parsed) => parsed,
         Err(d) => {
@@ -267,7 +340,7 @@ fn load_policy_file(
             load_embedded_policy(layers, seen, diags);
             continue;
         }
-        let parent_path = path.parent().unwrap_or(Path::new(".")).join(parent);
+        let parent_path = base.join(parent);
         if depth + 1 >= MAX_EXTENDS_DEPTH {
             diags.push(
                 Diagnostic::new(

@@ -16,11 +16,11 @@
 use serde_json::Value;
 
 use super::events::ToolResult;
-use crate::policy::{CompiledPolicy, Redactor};
+use crate::policy::{Policy, Redactor};
 use crate::tools::{Content, ToolOutput};
 
 /// Redacts a final result in place and applies the terminate rule.
-pub fn finalize(policy: &CompiledPolicy, result: &mut ToolResult) {
+pub fn finalize(policy: &Policy, result: &mut ToolResult) {
     let redactor = policy.redactor.get();
     redact_content(redactor, &mut result.content);
     redact_value(redactor, &mut result.details);
@@ -30,7 +30,7 @@ pub fn finalize(policy: &CompiledPolicy, result: &mut ToolResult) {
 }
 
 /// A partial update as observers may see it: settled text only, redacted.
-pub fn redact_update(policy: &CompiledPolicy, mut partial: ToolOutput) -> ToolOutput {
+pub fn redact_update(policy: &Policy, mut partial: ToolOutput) -> ToolOutput {
     let redactor = policy.redactor.get();
     for block in &mut partial.content {
         if let Content::Text { text } = block {

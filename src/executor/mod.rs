@@ -31,7 +31,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::policy::tools::ToolInfo;
-use crate::policy::{CompiledPolicy, ToolCall, Verdict, Workspace};
+use crate::policy::{Policy, ToolCall, Verdict, Workspace};
 use crate::tools::{self, MutationQueues, Sandbox, Tool};
 
 pub use after::redact_value;
@@ -50,7 +50,7 @@ pub fn run_limits(limits: &crate::policy::Limits) -> tools::RunLimits {
 /// cancellation token, no progress, its own mutation queues.
 pub fn standalone_context(
     workspace: &std::path::Path,
-    policy: &CompiledPolicy,
+    policy: &Policy,
 ) -> io::Result<tools::ToolContext> {
     let workspace = Workspace::new(workspace)?;
     let roots: Vec<_> = policy
@@ -133,7 +133,7 @@ impl RunnableTool {
 /// the sandbox of its roots. Immutable; a batch holds one for its lifetime.
 pub struct Snapshot {
     /// The policy every decision of the batch is made by.
-    pub policy: Arc<CompiledPolicy>,
+    pub policy: Arc<Policy>,
     tools: HashMap<String, RunnableTool>,
     workspace: Workspace,
     /// The roots opened as capability directories, or why they could not
@@ -148,7 +148,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     fn build(
-        policy: Arc<CompiledPolicy>,
+        policy: Arc<Policy>,
         workspace: &Workspace,
         overrides: &HashMap<String, Arc<dyn Tool>>,
     ) -> Snapshot {
@@ -224,7 +224,7 @@ impl Executor {
     /// An executor for `workspace` under `policy`. When the policy's roots
     /// cannot be opened, every call gets an error result saying so (use
     /// [`Executor::try_new`] to learn it up front).
-    pub fn new(policy: impl Into<Arc<CompiledPolicy>>, workspace: Workspace) -> Executor {
+    pub fn new(policy: impl Into<Arc<Policy>>, workspace: Workspace) -> Executor {
         let overrides = HashMap::new();
         let snapshot = Snapshot::build(policy.into(), &workspace, &overrides);
         Executor {
@@ -237,10 +237,7 @@ impl Executor {
 
     /// Like [`Executor::new`], but fails when the policy's roots cannot be
     /// opened.
-    pub fn try_new(
-        policy: impl Into<Arc<CompiledPolicy>>,
-        workspace: Workspace,
-    ) -> io::Result<Executor> {
+    pub fn try_new(policy: impl Into<Arc<Policy>>, workspace: Workspace) -> io::Result<Executor> {
         Executor::with_tools(policy.into(), workspace, HashMap::new())
     }
 
@@ -248,7 +245,7 @@ impl Executor {
     /// name (tests and benches use this to run tools with known timing; the
     /// manifest still decides schema, activity and policy).
     pub fn with_tools(
-        policy: Arc<CompiledPolicy>,
+        policy: Arc<Policy>,
         workspace: Workspace,
         overrides: HashMap<String, Arc<dyn Tool>>,
     ) -> io::Result<Executor> {
@@ -266,7 +263,7 @@ impl Executor {
 
     /// Replaces the policy for batches that start from now on; running
     /// batches finish on the snapshot they started with.
-    pub fn set_policy(&self, policy: Arc<CompiledPolicy>) -> io::Result<()> {
+    pub fn set_policy(&self, policy: Arc<Policy>) -> io::Result<()> {
         let snapshot = Snapshot::build(policy, &self.workspace, &self.overrides);
         if let Err(e) = &snapshot.sandbox {
             return Err(io::Error::new(e.kind(), e.to_string()));

@@ -8,7 +8,7 @@ use super::translate::{self, Translation};
 use super::{Agent, Answer, Event, HookOptions, Payload};
 use crate::config::ConfigPaths;
 use crate::policy::{Strictest, UnknownToolDecision};
-use crate::{CompileOptions, CompiledPolicy, Verdict, Workspace};
+use crate::{CompileOptions, Policy, Verdict, Workspace};
 
 /// The answer to `payload`; every failure is a refusal in the event's format.
 pub(super) fn answer(agent: Agent, args: &HookOptions, payload: &Payload) -> Answer {
@@ -76,7 +76,7 @@ fn workspace(args: &HookOptions, payload: &Payload) -> Result<Workspace, String>
     })
 }
 
-fn before(agent: Agent, args: &HookOptions, policy: &CompiledPolicy, payload: &Payload) -> Answer {
+fn before(agent: Agent, args: &HookOptions, policy: &Policy, payload: &Payload) -> Answer {
     let refuse = |reason: String| Answer::refuse(Event::Before, reason);
     let ws = match workspace(args, payload) {
         Ok(ws) => ws,
@@ -127,7 +127,7 @@ fn from_verdict(v: Verdict) -> Answer {
 
 /// The after-event: a response holding a secret is blocked, with the
 /// redacted response attached for the model.
-fn after(policy: &CompiledPolicy, payload: &Payload) -> Answer {
+fn after(policy: &Policy, payload: &Payload) -> Answer {
     let Some(response) = &payload.tool_response else {
         return Answer::Silent;
     };

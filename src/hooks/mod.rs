@@ -7,7 +7,7 @@
 //! only translates: the CLI's tool and arguments become a toolgate call
 //! through the manifests' `[dialects.*]` tables ([`translate`]), the compiled
 //! policy decides it exactly as for every other front-end
-//! ([`crate::CompiledPolicy::evaluate_in`]), and the verdict is written back
+//! ([`crate::Policy::evaluate_in`]), and the verdict is written back
 //! in the CLI's format (one module per CLI).
 //!
 //! **Fail closed.** All three CLIs treat a hook that crashes, times out or

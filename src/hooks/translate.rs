@@ -20,7 +20,7 @@ use super::patch;
 use crate::config::manifest::Dialect;
 use crate::policy::limits::preview;
 use crate::policy::tools::ToolInfo;
-use crate::{CompiledPolicy, ToolCall};
+use crate::{Policy, ToolCall};
 
 /// One toolgate call made from the CLI's call.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,7 +50,7 @@ pub enum Translation {
 /// The manifest and dialect entry that map `cli`'s tool `name`: the CLI's own
 /// table first, then `[dialects.mcp]` for `mcp__SERVER__TOOL` names.
 pub fn find<'p>(
-    policy: &'p CompiledPolicy,
+    policy: &'p Policy,
     cli: &str,
     name: &str,
 ) -> Option<(&'p ToolInfo, &'p Dialect, &'static str)> {
@@ -78,7 +78,7 @@ pub fn find<'p>(
 
 /// Translates `cli`'s call of `name` with `input`.
 pub fn translate(
-    policy: &CompiledPolicy,
+    policy: &Policy,
     cli: &str,
     name: &str,
     input: &Map<String, Value>,

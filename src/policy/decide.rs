@@ -18,7 +18,7 @@ use super::finding::{Finding, Strictest, Verdict};
 use super::limits::{check_arguments, preview};
 use super::paths::PathFact;
 use super::shell::{self, ShellAnalysis, ShellLimits};
-use super::{Access, CompiledPolicy, Decision, UnknownToolDecision};
+use super::{Access, Decision, Policy, UnknownToolDecision};
 use crate::workspace::{self, expand_shell_glob, glob_key, looks_like_path, Workspace};
 
 /// A tool call as every front-end hands it to the policy.
@@ -32,6 +32,23 @@ pub struct ToolCall {
     /// The arguments, a JSON object.
     #[serde(default = "empty_object")]
     pub arguments: Value,
+}
+
+impl ToolCall {
+    /// A call of tool `name` with `arguments` (a JSON object) and no id.
+    pub fn new(name: impl Into<String>, arguments: Value) -> ToolCall {
+        ToolCall {
+            id: String::new(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    /// The same call with `id` (for logs and results).
+    pub fn with_id(mut self, id: impl Into<String>) -> ToolCall {
+        self.id = id.into();
+        self
+    }
 }
 
 fn empty_object() -> Value {
@@ -89,7 +106,7 @@ fn is_harmless_device(word: &str) -> bool {
 }
 
 /// Resolves paths and analyzes commands of `call` (the I/O half of a decision).
-pub fn gather(policy: &CompiledPolicy, ws: &Workspace, call: &ToolCall) -> CallFacts {
+pub fn gather(policy: &Policy, ws: &Workspace, call: &ToolCall) -> CallFacts {
     gather_in(policy, ws, call, None)
 }
 
@@ -97,7 +114,7 @@ pub fn gather(policy: &CompiledPolicy, ws: &Workspace, call: &ToolCall) -> CallF
 /// the workspace (an agent CLI's `dir_path`): the command's relative words are
 /// judged from there, and `workdir` itself is checked like a path it reads.
 pub fn gather_in(
-    policy: &CompiledPolicy,
+    policy: &Policy,
     ws: &Workspace,
     call: &ToolCall,
     workdir: Option<&str>,
@@ -250,7 +267,7 @@ fn join_base(base: &str, word: &str) -> String {
 }
 
 /// Judges gathered facts (the pure half of a decision).
-pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Verdict {
+pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
     match facts.status {
         ToolStatus::Unknown => return unknown_tool(policy, &facts.tool),
         ToolStatus::Inactive => {
@@ -335,7 +352,7 @@ pub fn decide(policy: &CompiledPolicy, ws: &Workspace, facts: &CallFacts) -> Ver
     }
 }
 
-fn unknown_tool(policy: &CompiledPolicy, name: &str) -> Verdict {
+fn unknown_tool(policy: &Policy, name: &str) -> Verdict {
     let (decision, reason) = match policy.unknown_tools {
         UnknownToolDecision::Allow => (Decision::Allow, format!("No manifest describes tool {name}; the policy allows unknown tools")),
         UnknownToolDecision::Defer => (Decision::Ask, format!("No manifest describes tool {name}; the policy defers to the agent's own permission check")),
@@ -350,7 +367,7 @@ fn unknown_tool(policy: &CompiledPolicy, name: &str) -> Verdict {
     }
 }
 
-impl CompiledPolicy {
+impl Policy {
     /// Decides one call: [`gather`] then [`decide`].
     pub fn evaluate(&self, ws: &Workspace, call: &ToolCall) -> Verdict {
         let facts = gather(self, ws, call);

@@ -1,6 +1,6 @@
 //! The compiled policy: what a set of policy files and manifests *means*.
 //!
-//! [`compile()`] turns loaded files into one immutable [`CompiledPolicy`]; the
+//! [`compile()`] turns loaded files into one immutable [`Policy`]; the
 //! before-hook asks it for a [`Verdict`] on each call, the after-hook uses its
 //! [`Redactor`] and [`Limits`]. Each concern has its own module:
 //!
@@ -38,34 +38,57 @@ pub use tools::ToolNotFound;
 /// It is shared behind an `Arc` and swapped whole on reload, so a batch keeps
 /// the snapshot it started with.
 #[derive(Debug)]
-pub struct CompiledPolicy {
+pub struct Policy {
     /// A short hash of every source file, logged with each decision so an
     /// operator can tell which policy version made it.
-    pub version: String,
+    pub(crate) version: String,
     /// The files it was compiled from.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// Manifests and the active set.
-    pub tools: tools::ToolSet,
+    pub(crate) tools: tools::ToolSet,
     /// Path confinement.
-    pub paths: paths::PathRules,
+    pub(crate) paths: paths::PathRules,
     /// Command lists.
-    pub commands: commands::CommandRules,
+    pub(crate) commands: commands::CommandRules,
     /// Argument rules.
-    pub rules: rules::RuleSet,
+    pub(crate) rules: rules::RuleSet,
     /// Decision for tools no manifest describes.
-    pub unknown_tools: UnknownToolDecision,
+    pub(crate) unknown_tools: UnknownToolDecision,
     /// Tools whose successful call ends the batch.
-    pub terminate_tools: Vec<String>,
+    pub(crate) terminate_tools: Vec<String>,
     /// Secret redaction for output, compiled on first use.
-    pub redactor: LazyRedactor,
+    pub(crate) redactor: LazyRedactor,
     /// Time, output and input limits.
-    pub limits: Limits,
+    pub(crate) limits: Limits,
     /// Problems that did not stop the load (gitleaks rules that cannot run
     /// here, config parts that do not apply), for `toolgate check`.
-    pub warnings: crate::config::Diagnostics,
+    pub(crate) warnings: crate::config::Diagnostics,
 }
 
-impl CompiledPolicy {
+impl Policy {
+    /// Compiles a policy given as YAML text. Its `extends` are followed
+    /// (`builtin:default` is the embedded default policy; other entries are
+    /// files relative to the current directory), and the built-in tool
+    /// manifests describe the tools.
+    pub fn from_yaml(yaml: &str) -> Result<Policy, crate::Error> {
+        let loaded = crate::config::load_text("<yaml>", yaml, std::path::Path::new("."), None)?;
+        Ok(compile(&loaded, &CompileOptions::default())?)
+    }
+
+    /// Loads and compiles the policy at `policies` (a folder, whose every
+    /// `*.yaml` is a layer, or one file) with the tool manifests in
+    /// `manifests` (a folder of `*.toml`).
+    pub fn load(
+        policies: impl AsRef<std::path::Path>,
+        manifests: impl AsRef<std::path::Path>,
+    ) -> Result<Policy, crate::Error> {
+        let paths = crate::config::ConfigPaths {
+            policies: Some(policies.as_ref().to_path_buf()),
+            manifests: Some(manifests.as_ref().to_path_buf()),
+        };
+        Ok(crate::load_policy(&paths, &CompileOptions::default())?)
+    }
+
     /// A short hash of every source file: the policy version logged with
     /// each decision.
     pub fn version(&self) -> &str {
@@ -80,6 +103,26 @@ impl CompiledPolicy {
     /// The active tools' names, in the order the policy lists them.
     pub fn active_tools(&self) -> &[String] {
         &self.tools.active
+    }
+
+    /// Tool `name` as its manifest declares it, active or not.
+    pub fn tool(&self, name: &str) -> Option<&tools::ToolInfo> {
+        self.tools.get(name)
+    }
+
+    /// The compiled command lists (allow, ask, deny, default, unparsed).
+    pub fn commands(&self) -> &commands::CommandRules {
+        &self.commands
+    }
+
+    /// The manifest of tool `name`, active or not.
+    pub fn manifest(&self, name: &str) -> Option<&crate::config::Manifest> {
+        self.tools.get(name).map(|t| &*t.manifest)
+    }
+
+    /// The policy's limits (time, output, input sizes).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The secret redactor for output (built on first use).

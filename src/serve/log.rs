@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::executor::{redact_value, ToolResult};
-use crate::policy::CompiledPolicy;
+use crate::policy::Policy;
 
 /// Where decision lines go.
 pub struct DecisionLog {
@@ -51,7 +51,7 @@ impl DecisionLog {
     /// does not fail the call.
     pub fn record(
         &self,
-        policy: &CompiledPolicy,
+        policy: &Policy,
         result: &ToolResult,
         arguments: &Value,
         elapsed: Duration,
@@ -66,7 +66,7 @@ impl DecisionLog {
 
 /// One call's log line.
 pub fn decision_line(
-    policy: &CompiledPolicy,
+    policy: &Policy,
     result: &ToolResult,
     arguments: &Value,
     elapsed: Duration,

@@ -29,7 +29,7 @@ pub use start::{run, ServeError, ServeOptions, Transport};
 use crate::config::{ConfigPaths, Diagnostics};
 use crate::executor::{BatchOptions, Executor, ToolResult};
 use crate::policy::tools::ToolInfo;
-use crate::policy::{CompileOptions, CompiledPolicy, ToolCall, Verdict, Workspace};
+use crate::policy::{CompileOptions, Policy, ToolCall, Verdict, Workspace};
 
 /// Where the gateway's configuration comes from.
 #[derive(Clone, Debug, Default)]
@@ -132,7 +132,7 @@ impl Gateway {
     }
 
     /// The active policy.
-    pub fn policy(&self) -> Arc<CompiledPolicy> {
+    pub fn policy(&self) -> Arc<Policy> {
         self.executor.snapshot().policy.clone()
     }
 

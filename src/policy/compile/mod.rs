@@ -1,4 +1,4 @@
-//! From loaded files to one [`CompiledPolicy`], with every problem reported
+//! From loaded files to one [`Policy`], with every problem reported
 //! at its `FILE:LINE:COL`.
 //!
 //! Layers combine deny-overrides: lists are unioned (a deny anywhere wins over
@@ -23,7 +23,7 @@ use super::paths::{PathRules, RootSet};
 use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
 use super::shell::CommandPattern;
 use super::tools::{ToolInfo, ToolSet};
-use super::{CompiledPolicy, Decision, UnknownToolDecision};
+use super::{Decision, Policy, UnknownToolDecision};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
 use crate::config::parse::display_path;
 use crate::config::policy_file::CommandEntry;
@@ -38,7 +38,7 @@ pub struct CompileOptions {
 }
 
 /// Compiles loaded files into one policy, or reports every problem.
-pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPolicy, Diagnostics> {
+pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diagnostics> {
     let mut diags = Diagnostics::default();
     let tools = compile_tools(&loaded.manifests, &mut diags);
     let mut c = Compiler { diags, tools };
@@ -61,7 +61,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<CompiledPoli
         return Err(diags);
     };
     tools.active = active;
-    Ok(CompiledPolicy {
+    Ok(Policy {
         version: version_hash(loaded, &redaction.sources),
         files: loaded
             .file_names()
