@@ -5,7 +5,7 @@
 //! too much through); ask and deny patterns match their words anywhere in the
 //! command's positional words (a loose deny only ever asks too often).
 
-use super::finding::Finding;
+use super::finding::{Finding, RuleId};
 use super::shell::{CommandPattern, MatchMode, SimpleCommand};
 use super::Decision;
 
@@ -75,7 +75,11 @@ impl CommandRules {
                     rule.pattern.as_str()
                 ),
             };
-            return Some(Finding::new(Decision::Deny, rule.id.clone(), reason));
+            return Some(Finding::new(
+                Decision::Deny,
+                RuleId::Named(rule.id.clone()),
+                reason,
+            ));
         }
         if let Some(rule) = self
             .ask
@@ -90,7 +94,11 @@ impl CommandRules {
                     rule.pattern.as_str()
                 ),
             };
-            return Some(Finding::new(Decision::Ask, rule.id.clone(), reason));
+            return Some(Finding::new(
+                Decision::Ask,
+                RuleId::Named(rule.id.clone()),
+                reason,
+            ));
         }
         if cmd.is_wrapper {
             return None;
@@ -102,7 +110,7 @@ impl CommandRules {
         {
             return Some(Finding::new(
                 Decision::Allow,
-                rule.id.clone(),
+                RuleId::Named(rule.id.clone()),
                 format!(
                     "`{}` is allowed (it matches `{}`)",
                     shown(cmd),
@@ -121,7 +129,7 @@ impl CommandRules {
                 shown(cmd)
             ),
         };
-        Some(Finding::new(self.default, "commands.default", reason))
+        Some(Finding::new(self.default, RuleId::CommandsDefault, reason))
     }
 
     /// The finding for a script the analyzer could not fully account for.
@@ -136,6 +144,6 @@ impl CommandRules {
                 "The command could not be fully analyzed ({what}), and this policy denies what it cannot check. Rewrite it as plain commands joined by &&, ||, ; or |, without substitutions or variables."
             ),
         };
-        Finding::new(self.unparsed, "commands.unparsed", reason)
+        Finding::new(self.unparsed, RuleId::CommandsUnparsed, reason)
     }
 }

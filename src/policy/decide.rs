@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::finding::{Finding, Strictest, Verdict};
+use super::finding::{Finding, RuleId, Strictest, Verdict};
 use super::limits::{check_arguments, preview};
-use super::paths::PathFact;
+use super::paths::{PathFact, PathSource};
 use super::shell::{self, ShellAnalysis, ShellLimits};
 use super::{Access, Decision, Policy, UnknownToolDecision};
 use crate::workspace::{self, expand_shell_glob, glob_key, looks_like_path, Workspace};
@@ -133,7 +133,11 @@ pub fn gather_in(
             args: Some(Map::new()),
             paths: Vec::new(),
             shell: None,
-            problems: vec![Finding::new(Decision::Deny, over.rule(), over.message())],
+            problems: vec![Finding::new(
+                Decision::Deny,
+                RuleId::Limit(over.rule()),
+                over.message(),
+            )],
             roots: Vec::new(),
         };
     }
@@ -158,7 +162,7 @@ pub fn gather_in(
         match args.get(arg) {
             None | Some(Value::Null) => {}
             Some(Value::String(raw)) => facts.paths.push(PathFact {
-                source: format!("argument `{arg}`"),
+                source: PathSource::Argument(arg.clone()),
                 raw: raw.clone(),
                 access: *access,
                 resolved: workspace::resolve(ws, raw),
@@ -166,7 +170,7 @@ pub fn gather_in(
             }),
             Some(other) => facts.problems.push(Finding::new(
                 Decision::Deny,
-                "paths.resolve",
+                RuleId::PathsResolve,
                 format!(
                     "argument `{arg}` must be a string path, got {}",
                     preview(other)
@@ -180,7 +184,7 @@ pub fn gather_in(
             Some(Value::String(script)) => {
                 if let Some(dir) = workdir {
                     facts.paths.push(PathFact {
-                        source: "working directory".to_string(),
+                        source: PathSource::WorkingDirectory,
                         raw: dir.to_string(),
                         access: Access::Read,
                         resolved: workspace::resolve(ws, dir),
@@ -196,7 +200,7 @@ pub fn gather_in(
             }
             Some(other) => facts.problems.push(Finding::new(
                 Decision::Deny,
-                "commands.unparsed",
+                RuleId::CommandsUnparsed,
                 format!(
                     "argument `{arg}` must be a string command, got {}",
                     preview(other)
@@ -217,7 +221,7 @@ fn gather_shell(ws: &Workspace, script: &str, start: &str, limits: ShellLimits) 
     for cmd in &analysis.commands {
         let mut facts = Vec::new();
         let program = cmd.program().to_string();
-        let mut add = |word: &str, access: Access, source: String, base: &str| {
+        let mut add = |word: &str, access: Access, source: PathSource, base: &str| {
             if is_harmless_device(word) {
                 return;
             }
@@ -237,10 +241,10 @@ fn gather_shell(ws: &Workspace, script: &str, start: &str, limits: ShellLimits) 
             }
         };
         for (word, access) in cmd.file_operands() {
-            add(word, access, format!("`{program}` operand"), &base);
+            add(word, access, PathSource::Operand(program.clone()), &base);
         }
         for (target, access) in &cmd.redirects {
-            add(target, *access, "redirection target".to_string(), &base);
+            add(target, *access, PathSource::Redirection, &base);
         }
         if matches!(program.as_str(), "cd" | "pushd") {
             let target = cmd.words.iter().skip(1).find(|w| !w.starts_with('-'));
@@ -272,7 +276,7 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
         ToolStatus::Unknown => return unknown_tool(policy, &facts.tool),
         ToolStatus::Inactive => {
             let not_found = super::tools::ToolNotFound(facts.tool.clone());
-            return Verdict::deny(Some("tools.active"), not_found.to_string());
+            return Verdict::deny(Some(RuleId::ToolsActive), not_found.to_string());
         }
         ToolStatus::Active => {}
     }
@@ -296,7 +300,11 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
     }
     if let Some(shell) = &facts.shell {
         if let Some(over) = &shell.analysis.over_limit {
-            consider(Finding::new(Decision::Deny, over.rule(), over.message()));
+            consider(Finding::new(
+                Decision::Deny,
+                RuleId::Limit(over.rule()),
+                over.message(),
+            ));
         }
         if !shell.analysis.unparsed.is_empty() {
             consider(policy.commands.judge_unparsed(&shell.analysis.unparsed));
@@ -319,7 +327,7 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
         facts
             .paths
             .iter()
-            .find(|p| p.raw == raw && p.source == format!("argument `{arg}`"))
+            .find(|p| p.raw == raw && matches!(&p.source, PathSource::Argument(a) if a == arg))
             .and_then(|p| p.resolved.as_ref().ok())
             .map(|r| glob_key(ws, &r.lexical))
     };
@@ -331,7 +339,7 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
                 .unwrap_or_else(|| format!("Policy rule {} matched this call", rule.id));
             consider(Finding {
                 decision: rule.decision,
-                rule: rule.id.clone(),
+                rule: RuleId::Named(rule.id.clone()),
                 reason,
                 terminate: rule.terminate,
             });
@@ -362,7 +370,7 @@ fn unknown_tool(policy: &Policy, name: &str) -> Verdict {
     Verdict {
         decision,
         reason,
-        rule: Some("tools.unknown".to_string()),
+        rule: Some(RuleId::ToolsUnknown.to_string()),
         terminate: false,
     }
 }

@@ -10,13 +10,57 @@ use serde::Serialize;
 
 use super::Decision;
 
+/// Which rule a finding comes from. `Display` gives the id `eval` prints
+/// and the decision log records (`paths.deny[**/.env]`, `no-force-push`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleId {
+    /// A rule of the policy's own, by its id (`rules[].id`, a command
+    /// entry's `id` or the one derived from its pattern).
+    Named(String),
+    /// `tools.active`: the tool is not active.
+    ToolsActive,
+    /// `tools.unknown`: no manifest describes the tool.
+    ToolsUnknown,
+    /// `paths.resolve`: a path that cannot be resolved or is not a string.
+    PathsResolve,
+    /// `paths.roots`: outside the workspace roots.
+    PathsRoots,
+    /// `paths.deny[GLOB]`.
+    PathsDeny(String),
+    /// `paths.read_only[GLOB]`.
+    PathsReadOnly(String),
+    /// `commands.default`: a command on no list.
+    CommandsDefault,
+    /// `commands.unparsed`: what the analyzer cannot account for.
+    CommandsUnparsed,
+    /// A limit (`limits.max_argument_bytes`, `commands.too_complex`, …).
+    Limit(&'static str),
+}
+
+impl std::fmt::Display for RuleId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuleId::Named(id) => f.write_str(id),
+            RuleId::ToolsActive => f.write_str("tools.active"),
+            RuleId::ToolsUnknown => f.write_str("tools.unknown"),
+            RuleId::PathsResolve => f.write_str("paths.resolve"),
+            RuleId::PathsRoots => f.write_str("paths.roots"),
+            RuleId::PathsDeny(glob) => write!(f, "paths.deny[{glob}]"),
+            RuleId::PathsReadOnly(glob) => write!(f, "paths.read_only[{glob}]"),
+            RuleId::CommandsDefault => f.write_str("commands.default"),
+            RuleId::CommandsUnparsed => f.write_str("commands.unparsed"),
+            RuleId::Limit(id) => f.write_str(id),
+        }
+    }
+}
+
 /// The result of one check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
     /// What the check decided.
     pub decision: Decision,
     /// The rule that decided it.
-    pub rule: String,
+    pub rule: RuleId,
     /// Why, for the model.
     pub reason: String,
     /// Whether it also ends the batch.
@@ -25,10 +69,10 @@ pub struct Finding {
 
 impl Finding {
     /// A finding that does not terminate.
-    pub fn new(decision: Decision, rule: impl Into<String>, reason: impl Into<String>) -> Finding {
+    pub fn new(decision: Decision, rule: RuleId, reason: impl Into<String>) -> Finding {
         Finding {
             decision,
-            rule: rule.into(),
+            rule,
             reason: reason.into(),
             terminate: false,
         }
@@ -70,11 +114,11 @@ impl Verdict {
     }
 
     /// A deny by `rule` (a verdict no check produced, e.g. an unusable call).
-    pub fn deny(rule: Option<&str>, reason: impl Into<String>) -> Verdict {
+    pub fn deny(rule: Option<RuleId>, reason: impl Into<String>) -> Verdict {
         Verdict {
             decision: Decision::Deny,
             reason: reason.into(),
-            rule: rule.map(str::to_string),
+            rule: rule.map(|r| r.to_string()),
             terminate: false,
         }
     }
@@ -85,7 +129,7 @@ impl From<Finding> for Verdict {
         Verdict {
             decision: f.decision,
             reason: f.reason,
-            rule: Some(f.rule),
+            rule: Some(f.rule.to_string()),
             terminate: f.terminate,
         }
     }
@@ -166,7 +210,7 @@ mod tests {
     fn f(decision: Decision, rule: &str, terminate: bool) -> Finding {
         Finding {
             decision,
-            rule: rule.to_string(),
+            rule: RuleId::Named(rule.to_string()),
             reason: String::new(),
             terminate,
         }
@@ -179,11 +223,32 @@ mod tests {
         s.offer(f(Decision::Ask, "b", false));
         s.offer(f(Decision::Ask, "c", false));
         s.offer(f(Decision::Allow, "d", true));
-        assert_eq!(s.into_inner().unwrap().rule, "b");
+        assert_eq!(s.into_inner().unwrap().rule.to_string(), "b");
         let mut s = Strictest::new();
         s.offer(f(Decision::Deny, "x", false));
         s.offer(f(Decision::Ask, "y", true));
-        assert_eq!(s.into_inner().unwrap().rule, "x");
+        assert_eq!(s.into_inner().unwrap().rule.to_string(), "x");
+    }
+
+    #[test]
+    fn rule_ids_print_as_the_policy_names_them() {
+        assert_eq!(
+            RuleId::PathsDeny("**/.env".into()).to_string(),
+            "paths.deny[**/.env]"
+        );
+        assert_eq!(
+            RuleId::PathsReadOnly("a".into()).to_string(),
+            "paths.read_only[a]"
+        );
+        assert_eq!(RuleId::CommandsUnparsed.to_string(), "commands.unparsed");
+        assert_eq!(
+            RuleId::Limit("limits.max_argument_bytes").to_string(),
+            "limits.max_argument_bytes"
+        );
+        assert_eq!(
+            RuleId::Named("no-force-push".into()).to_string(),
+            "no-force-push"
+        );
     }
 
     #[test]
@@ -192,7 +257,7 @@ mod tests {
         s.offer(f(Decision::Deny, "x", false));
         s.offer(f(Decision::Deny, "y", true));
         s.offer(f(Decision::Deny, "z", true));
-        assert_eq!(s.into_inner().unwrap().rule, "y");
+        assert_eq!(s.into_inner().unwrap().rule.to_string(), "y");
         assert!(Strictest::<Finding>::new().into_inner().is_none());
     }
 }

@@ -28,7 +28,7 @@ pub use crate::config::policy_file::{Decision, UnknownToolDecision};
 pub use crate::workspace::{Access, Workspace};
 pub use compile::{compile, CompileOptions};
 pub use decide::{CallFacts, ToolCall};
-pub use finding::{Finding, Strictest, Verdict};
+pub use finding::{Finding, RuleId, Strictest, Verdict};
 pub use limits::{LimitExceeded, Limits};
 pub use redact::{LazyRedactor, Redactor};
 pub use tools::ToolNotFound;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::finding::Finding;
+use super::finding::{Finding, RuleId};
 use super::Decision;
 use crate::workspace::{glob_key, resolve, Access, GlobList, ResolvedPath, Workspace};
 
@@ -30,12 +30,37 @@ pub struct PathRules {
     pub read_only: GlobList,
 }
 
+/// Where a path the policy judges came from; `Display` is how reasons name
+/// it (`argument \`path\``, `\`cat\` operand`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathSource {
+    /// A tool argument the manifest declares as a path.
+    Argument(String),
+    /// An operand of a simple command, by its program.
+    Operand(String),
+    /// A redirection target (`> file`, `< file`).
+    Redirection,
+    /// The directory an agent CLI runs a command in.
+    WorkingDirectory,
+}
+
+impl std::fmt::Display for PathSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathSource::Argument(arg) => write!(f, "argument `{arg}`"),
+            PathSource::Operand(program) => write!(f, "`{program}` operand"),
+            PathSource::Redirection => f.write_str("redirection target"),
+            PathSource::WorkingDirectory => f.write_str("working directory"),
+        }
+    }
+}
+
 /// One path the policy must judge: an argument declared as a path, or a word
 /// of a shell command that names a file.
 #[derive(Clone, Debug)]
 pub struct PathFact {
-    /// Where the path came from, for reasons: `argument \`path\``, `cat operand`, …
-    pub source: String,
+    /// Where the path came from, for reasons.
+    pub source: PathSource,
     /// The path as given.
     pub raw: String,
     /// What the tool does with it.
@@ -75,7 +100,7 @@ impl PathRules {
             Err(e) => {
                 return Some(Finding::new(
                     Decision::Deny,
-                    "paths.resolve",
+                    RuleId::PathsResolve,
                     format!(
                         "{} `{}` cannot be checked: {e}. Use a plain path inside the workspace.",
                         fact.source, fact.raw
@@ -94,7 +119,7 @@ impl PathRules {
             {
                 return Some(Finding::new(
                     Decision::Deny,
-                    "paths.roots",
+                    RuleId::PathsRoots,
                     format!(
                         "{} `{}` resolves{label} to `{}`, which is outside the workspace roots. Use a path inside the workspace.",
                         fact.source,
@@ -106,7 +131,7 @@ impl PathRules {
             if let Some(glob) = self.deny.covering(ws, path) {
                 return Some(Finding::new(
                     Decision::Deny,
-                    format!("paths.deny[{glob}]"),
+                    RuleId::PathsDeny(glob.to_string()),
                     format!(
                         "{} `{}`{label} is denied by the policy (matches `{glob}`). Do not access this file.",
                         fact.source, fact.raw
@@ -117,7 +142,7 @@ impl PathRules {
                 if let Some(glob) = self.read_only.first_match(&glob_key(ws, path)) {
                     return Some(Finding::new(
                         Decision::Deny,
-                        format!("paths.read_only[{glob}]"),
+                        RuleId::PathsReadOnly(glob.to_string()),
                         format!(
                             "{} `{}`{label} is read-only under this policy (matches `{glob}`). It may be read but not changed.",
                             fact.source, fact.raw
