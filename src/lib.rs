@@ -13,6 +13,8 @@
 //! assert_eq!(policy.evaluate(&ws, &call).decision, toolgate::Decision::Deny);
 //! ```
 
+#![warn(missing_docs)]
+
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;

@@ -32,7 +32,7 @@ pub use error::CliError;
     version,
     about = "A declarative policy-and-tool gateway for AI agents"
 )]
-pub struct Cli {
+struct Cli {
     #[command(subcommand)]
     command: Command,
 }

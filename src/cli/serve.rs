@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{CliError, ConfigArgs};
-use crate::serve::http::HttpOptions;
-use crate::serve::{GatewayConfig, ServeError, ServeOptions, Transport};
+use crate::serve::{GatewayConfig, HttpOptions, ServeError, ServeOptions, Transport};
 use crate::CompileOptions;
 
 /// The flags of `toolgate serve`.

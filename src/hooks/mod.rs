@@ -22,8 +22,8 @@ mod claude;
 mod codex;
 mod gemini;
 pub mod install;
-pub mod patch;
-pub mod translate;
+mod patch;
+mod translate;
 
 use std::io::Read;
 use std::path::PathBuf;

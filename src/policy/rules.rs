@@ -20,17 +20,47 @@ pub const MAX_REGEX_SIZE: usize = 1 << 20;
 #[derive(Clone, Debug)]
 pub enum Cond {
     /// The argument equals the value (numbers compare numerically).
-    Equals { arg: String, value: Value },
+    Equals {
+        /// The argument.
+        arg: String,
+        /// The value.
+        value: Value,
+    },
     /// The argument equals one of the values.
-    OneOf { arg: String, values: Vec<Value> },
+    OneOf {
+        /// The argument.
+        arg: String,
+        /// The values.
+        values: Vec<Value>,
+    },
     /// The string argument contains a match.
-    Matches { arg: String, regex: Regex },
+    Matches {
+        /// The argument.
+        arg: String,
+        /// The regex.
+        regex: Regex,
+    },
     /// The string argument (for path arguments: the workspace-relative path) matches.
-    Glob { arg: String, glob: GlobMatcher },
+    Glob {
+        /// The argument.
+        arg: String,
+        /// The glob.
+        glob: GlobMatcher,
+    },
     /// The argument is bigger than this many bytes.
-    LargerThan { arg: String, bytes: u64 },
+    LargerThan {
+        /// The argument.
+        arg: String,
+        /// The size, in bytes.
+        bytes: u64,
+    },
     /// The argument is given (`true`) or not (`false`).
-    Present { arg: String, present: bool },
+    Present {
+        /// The argument.
+        arg: String,
+        /// Whether it must be given.
+        present: bool,
+    },
     /// Every condition holds.
     All(Vec<Cond>),
     /// Some condition holds.

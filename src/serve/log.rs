@@ -12,7 +12,7 @@
 //! `null` for calls that never reached the policy (unknown tool, invalid
 //! arguments); `reason` then says what happened.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Mutex;
@@ -38,13 +38,6 @@ impl DecisionLog {
         Ok(DecisionLog {
             out: Mutex::new(out),
         })
-    }
-
-    /// A log into an already open file (tests).
-    pub fn to_file(file: File) -> DecisionLog {
-        DecisionLog {
-            out: Mutex::new(Box::new(file)),
-        }
     }
 
     /// Writes one call's line. A failing log write is reported on stderr and

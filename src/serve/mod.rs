@@ -7,13 +7,13 @@
 //! operations endpoints ([`admin`]) only translate their wire formats into
 //! calls on it.
 
-pub mod admin;
-pub mod approve;
-pub mod guard;
-pub mod http;
-pub mod log;
-pub mod mcp;
-pub mod metrics;
+mod admin;
+mod approve;
+mod guard;
+mod http;
+mod log;
+mod mcp;
+mod metrics;
 pub mod reload;
 mod start;
 
@@ -24,6 +24,7 @@ use std::time::{Instant, SystemTime};
 use serde::Serialize;
 use tokio::sync::watch;
 
+pub use http::HttpOptions;
 pub use start::{run, ServeError, ServeOptions, Transport};
 
 use crate::config::{ConfigPaths, Diagnostics};
