@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use serde::Deserialize;
 
 use super::error::load;
-use super::input::{read_file, single_call};
+use super::input::{open_workspace, read_file, single_call};
 use super::{CliError, ConfigArgs};
 use crate::executor::{BatchOptions, EventSink, Executor};
-use crate::{ToolCall, Workspace};
+use crate::ToolCall;
 
 /// What `toolgate call` was asked to run.
 struct CallRequest {
@@ -129,8 +129,7 @@ pub fn run(
         }
     };
     let policy = load(&config.paths(), profile)?;
-    let ws = Workspace::new(workspace)
-        .map_err(|e| CliError::usage(format!("workspace `{}`: {e}", workspace.display())))?;
+    let ws = open_workspace(workspace)?;
     let executor = Executor::try_new(policy, ws)
         .map_err(|e| CliError::usage(format!("cannot open the workspace's roots: {e}")))?;
     let events = events

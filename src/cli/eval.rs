@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::error::load;
-use super::input::{parse_call, read_file, single_call};
+use super::input::{open_workspace, parse_call, read_file, single_call};
 use super::{CliError, ConfigArgs};
-use crate::{ToolCall, Workspace};
+use crate::ToolCall;
 
 /// Runs `eval`: 0 evaluated, 2 usage or configuration error (nothing on
 /// stdout).
@@ -51,8 +51,7 @@ pub fn run(
             }
         };
     let policy = load(&config.paths(), profile)?;
-    let ws = Workspace::new(workspace)
-        .map_err(|e| CliError::usage(format!("workspace `{}`: {e}", workspace.display())))?;
+    let ws = open_workspace(workspace)?;
     let mut out = std::io::stdout().lock();
     for call in &parsed {
         let verdict = policy.evaluate(&ws, call);

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::CliError;
-use crate::ToolCall;
+use crate::{ToolCall, Workspace};
 
 /// The text of `path`, or stdin for `-`.
 pub fn read_input(path: &Path) -> std::io::Result<String> {
@@ -22,6 +22,11 @@ pub fn read_input(path: &Path) -> std::io::Result<String> {
 /// The text of `path` (or stdin for `-`), or a usage error naming it.
 pub fn read_file(path: &Path) -> Result<String, CliError> {
     read_input(path).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+}
+
+/// The `--workspace` folder, opened, or a usage error naming it.
+pub fn open_workspace(dir: &Path) -> Result<Workspace, CliError> {
+    Workspace::new(dir).map_err(|e| CliError::usage(format!("workspace `{}`: {e}", dir.display())))
 }
 
 /// One call as JSON: `{"name": …, "arguments": {…}}`.
