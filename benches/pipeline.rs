@@ -65,7 +65,8 @@ fn setup() -> (tempfile::TempDir, Executor) {
     let policy_file = root.join("config/policy.yaml");
     std::fs::write(
         &policy_file,
-        "version: 1\nextends: [\"builtin:default\"]\ntools:\n  active: [noop]\n",
+        "version: 1\nextends: [\"builtin:default\"]\ntools:\n  active: [noop]\n\
+         limits:\n  max_batch_calls: 1000\n",
     )
     .expect("policy");
     let policy = load_policy(

@@ -370,7 +370,7 @@ fn unknown_tool(policy: &Policy, name: &str) -> Verdict {
     Verdict {
         decision,
         reason,
-        rule: Some(RuleId::ToolsUnknown.to_string()),
+        rule: Some(RuleId::ToolsUnknown.into_string()),
         terminate: false,
     }
 }

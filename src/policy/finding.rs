@@ -37,6 +37,16 @@ pub enum RuleId {
     Limit(&'static str),
 }
 
+impl RuleId {
+    /// The id as text, without copying a named rule's id.
+    pub fn into_string(self) -> String {
+        match self {
+            RuleId::Named(id) => id,
+            other => other.to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for RuleId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -118,7 +128,7 @@ impl Verdict {
         Verdict {
             decision: Decision::Deny,
             reason: reason.into(),
-            rule: rule.map(|r| r.to_string()),
+            rule: rule.map(RuleId::into_string),
             terminate: false,
         }
     }
@@ -129,7 +139,7 @@ impl From<Finding> for Verdict {
         Verdict {
             decision: f.decision,
             reason: f.reason,
-            rule: Some(f.rule.to_string()),
+            rule: Some(f.rule.into_string()),
             terminate: f.terminate,
         }
     }

@@ -128,7 +128,8 @@ impl PathRules {
                     ),
                 ));
             }
-            if let Some(glob) = self.deny.covering(ws, path) {
+            let key = glob_key(ws, path);
+            if let Some(glob) = self.deny.covering_key(&key) {
                 return Some(Finding::new(
                     Decision::Deny,
                     RuleId::PathsDeny(glob.to_string()),
@@ -139,7 +140,7 @@ impl PathRules {
                 ));
             }
             if fact.access == Access::Write {
-                if let Some(glob) = self.read_only.first_match(&glob_key(ws, path)) {
+                if let Some(glob) = self.read_only.first_match(&key) {
                     return Some(Finding::new(
                         Decision::Deny,
                         RuleId::PathsReadOnly(glob.to_string()),

@@ -69,9 +69,16 @@ impl GlobList {
     /// directory, what is inside it: `.git/**` covers `.git` itself, so
     /// `grep -r x .git` is judged like `.git/config`.
     pub fn covering(&self, ws: &super::Workspace, path: &std::path::Path) -> Option<&str> {
-        let key = super::glob_key(ws, path);
-        let inside = format!("{key}/\u{0}");
-        self.first_match(&key).or_else(|| self.first_match(&inside))
+        self.covering_key(&super::glob_key(ws, path))
+    }
+
+    /// [`GlobList::covering`] for a path already turned into its
+    /// [`glob_key`](super::glob_key).
+    pub fn covering_key(&self, key: &str) -> Option<&str> {
+        self.first_match(key).or_else(|| {
+            let inside = format!("{key}/\u{0}");
+            self.first_match(&inside)
+        })
     }
 
     /// True when no pattern is present.
