@@ -6,7 +6,8 @@
 //!   this size spends about 0.3 ms at every start relocating its own data.
 //!   Shared libraries, heap and stack stay randomized; set `TOOLGATE_PIE=1`
 //!   when building to keep the default PIE link (SECURITY.md);
-//! - the embedded default policy (YAML) and built-in manifests (TOML) are
+//! - the embedded default policy (YAML), the escape-hatch table
+//!   (src/policy/shell/exec_table.yaml) and built-in manifests (TOML) are
 //!   converted to JSON, which loads several times faster. The YAML and TOML
 //!   stay the only sources; unit tests check that both forms load the same.
 
@@ -32,6 +33,14 @@ fn main() {
         .expect("policies/default.yaml converts to JSON (string keys only)");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(out.join("default-policy.json"), json).expect("OUT_DIR is writable");
+
+    let table_path = "src/policy/shell/exec_table.yaml";
+    println!("cargo:rerun-if-changed={table_path}");
+    let yaml = std::fs::read_to_string(table_path).expect("exec_table.yaml is readable");
+    let value: serde_yaml::Value =
+        serde_yaml::from_str(&yaml).expect("exec_table.yaml is valid YAML");
+    let json = serde_json::to_string(&value).expect("exec_table.yaml converts to JSON");
+    std::fs::write(out.join("exec-table.json"), json).expect("OUT_DIR is writable");
 
     for name in MANIFESTS {
         let path = format!("tool-manifests/{name}.toml");
