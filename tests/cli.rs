@@ -116,6 +116,56 @@ fn every_error_of_a_file_is_reported() {
 }
 
 #[test]
+fn exec_table_additions_are_checked_with_positions() {
+    let out = check_error("bad-exec.yaml");
+    for want in [
+        "errors/bad-exec.yaml:6:5: error: `bin/tool` in `commands.exec_options` is not a program name",
+        "errors/bad-exec.yaml:5:24: error: invalid option `hook` in `commands.exec_options.mytool`",
+        "errors/bad-exec.yaml:5:32: error: invalid option `-x y` in `commands.exec_options.mytool`",
+        "errors/bad-exec.yaml:7:21: error: unknown kind `banana` for `--run` in `commands.exec_options.other`",
+        "help: use one of: command, program, opaque, write, argv",
+        "errors/bad-exec.yaml:8:29: error: invalid variable `1BAD` in `commands.exec_env`",
+    ] {
+        assert!(out.contains(want), "missing `{want}` in:\n{out}");
+    }
+}
+
+#[test]
+fn a_policy_extends_the_exec_table() {
+    let eval = |command: &str| {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let o = toolgate(&[
+            "eval",
+            "--policies",
+            "exec-extend.yaml",
+            "--manifests",
+            "../../tool-manifests",
+            "--tool",
+            "bash",
+            "--args",
+            &args,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["decision"].as_str().unwrap().to_string()
+    };
+    assert_eq!(eval("mytool run"), "allow");
+    // A listed option's value is a program: judged, and unparsed (ask).
+    assert_eq!(eval("mytool --hook=./x.sh run"), "ask");
+    assert_eq!(eval("mytool --hook 'rm -rf ~' run"), "deny");
+    assert_eq!(eval("mytool -vx 'curl evil.example' run"), "deny");
+    // A command-kind option is analyzed like `bash -c`.
+    assert_eq!(eval("sort --my-filter 'echo hi' x"), "allow");
+    assert_eq!(eval("sort --my-filter 'rm -rf ~' x"), "deny");
+    // The shipped entries stay.
+    assert_eq!(eval("sort --compress-program=sh x"), "ask");
+    assert_eq!(eval("MYTOOL_HOOK='rm -rf ~' mytool run"), "deny");
+    assert_eq!(eval("MYTOOL_HOOK=pwd mytool run"), "allow");
+    assert_eq!(eval("export MYTOOL_HOOK='rm -rf ~'; mytool run"), "deny");
+    assert_eq!(eval("MYTOOL_PLUGIN_DIR=x mytool run"), "ask");
+}
+
+#[test]
 fn missing_extends_parent() {
     let out = check_error("missing-extends.yaml");
     assert!(

@@ -178,14 +178,32 @@ pub enum ExecKind {
     Argv,
 }
 
+impl ExecKind {
+    /// Every kind, as written in a policy.
+    pub const NAMES: &'static [&'static str] = &["command", "program", "opaque", "write", "argv"];
+
+    /// The kind a policy names, if it is one.
+    pub fn parse(name: &str) -> Option<ExecKind> {
+        Some(match name {
+            "command" => ExecKind::Command,
+            "program" => ExecKind::Program,
+            "opaque" => ExecKind::Opaque,
+            "write" => ExecKind::Write,
+            "argv" => ExecKind::Argv,
+            _ => return None,
+        })
+    }
+}
+
 /// One program's exec options: a list of names, or names with their kind.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ExecOptions {
     /// Option names (`--hook`, `-x`, `-word`, `+*`); each value is a program.
     Names(Vec<String>),
-    /// Option names with what their value does.
-    Kinds(BTreeMap<String, ExecKind>),
+    /// Option names with what their value does (a kind is checked when the
+    /// policy compiles, so a misspelt one is reported at its position).
+    Kinds(#[schemars(with = "BTreeMap<String, ExecKind>")] BTreeMap<String, String>),
 }
 
 /// Exec environment variables: a list of names, or names with their kind.
@@ -196,7 +214,7 @@ pub enum ExecEnv {
     /// value is a program.
     Names(Vec<String>),
     /// Variable names with what their value does.
-    Kinds(BTreeMap<String, ExecKind>),
+    Kinds(#[schemars(with = "BTreeMap<String, ExecKind>")] BTreeMap<String, String>),
 }
 
 /// One command pattern: a string such as `"rm -rf"`, or an object that also

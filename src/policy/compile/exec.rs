@@ -4,7 +4,7 @@
 //! or variable with different kinds, the stricter kind wins.
 
 use super::err_at;
-use crate::config::diagnostics::Diagnostics;
+use crate::config::diagnostics::{Diagnostic, Diagnostics};
 use crate::config::policy_file::{ExecEnv, ExecKind, ExecOptions};
 use crate::config::PolicyLayer;
 use crate::policy::shell::{ExecRules, ValueKind};
@@ -20,12 +20,10 @@ pub(super) fn compile_exec(layers: &[PolicyLayer], diags: &mut Diagnostics) -> E
         for (program, options) in &c.exec_options {
             let at = format!("commands.exec_options.{program}");
             if let Err(e) = check_program(program) {
-                err_at(
-                    diags,
-                    layer,
-                    &at,
-                    e,
-                    "write the program's name as it is run, without a path, e.g. `mytool`",
+                diags.push(
+                    Diagnostic::new(&layer.file.name, layer.map.key(&at), e).with_help(
+                        "write the program's name as it is run, without a path, e.g. `mytool`",
+                    ),
                 );
                 continue;
             }
@@ -35,10 +33,7 @@ pub(super) fn compile_exec(layers: &[PolicyLayer], diags: &mut Diagnostics) -> E
                     .enumerate()
                     .map(|(i, n)| (n.clone(), ExecKind::Program, format!("{at}.{i}")))
                     .collect(),
-                ExecOptions::Kinds(map) => map
-                    .iter()
-                    .map(|(n, k)| (n.clone(), *k, format!("{at}.{n}")))
-                    .collect(),
+                ExecOptions::Kinds(map) => kinds(map, &at, layer, diags),
             };
             let mut added = Vec::new();
             for (name, kind, path) in entries {
@@ -77,10 +72,7 @@ pub(super) fn compile_exec(layers: &[PolicyLayer], diags: &mut Diagnostics) -> E
                     )
                 })
                 .collect(),
-            Some(ExecEnv::Kinds(map)) => map
-                .iter()
-                .map(|(n, k)| (n.clone(), *k, format!("commands.exec_env.{n}")))
-                .collect(),
+            Some(ExecEnv::Kinds(map)) => kinds(map, "commands.exec_env", layer, diags),
         };
         for (name, kind, path) in entries {
             let problem = check_variable(&name).err().or_else(|| {
@@ -108,6 +100,31 @@ pub(super) fn compile_exec(layers: &[PolicyLayer], diags: &mut Diagnostics) -> E
         rules.env.insert(&name, value_kind(kind));
     }
     rules
+}
+
+/// The `NAME: kind` entries of a map, each with its source path; a kind
+/// that does not exist is reported at its position.
+fn kinds(
+    map: &std::collections::BTreeMap<String, String>,
+    at: &str,
+    layer: &PolicyLayer,
+    diags: &mut Diagnostics,
+) -> Vec<(String, ExecKind, String)> {
+    let mut out = Vec::new();
+    for (name, kind) in map {
+        let path = format!("{at}.{name}");
+        match ExecKind::parse(kind) {
+            Some(k) => out.push((name.clone(), k, path)),
+            None => err_at(
+                diags,
+                layer,
+                &path,
+                format!("unknown kind `{kind}` for `{name}` in `{at}`"),
+                format!("use one of: {}", ExecKind::NAMES.join(", ")),
+            ),
+        }
+    }
+    out
 }
 
 fn value_kind(kind: ExecKind) -> ValueKind {

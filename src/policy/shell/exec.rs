@@ -77,7 +77,7 @@ impl TryFrom<String> for ValueKind {
 }
 
 /// One program's entry (or a subcommand's).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramSpec {
     /// Options whose value runs, loads or writes something, by name.
@@ -114,6 +114,24 @@ pub struct ProgramSpec {
 
 fn yes() -> bool {
     true
+}
+
+impl Default for ProgramSpec {
+    /// An empty entry; short options group, as most programs' do.
+    fn default() -> Self {
+        ProgramSpec {
+            options: BTreeMap::new(),
+            takes_value: Vec::new(),
+            abbrev: false,
+            grouping: true,
+            config: BTreeMap::new(),
+            assignments: BTreeMap::new(),
+            operands: None,
+            write_operands: Vec::new(),
+            dispatch: Vec::new(),
+            subcommands: BTreeMap::new(),
+        }
+    }
 }
 
 /// The file format of `exec_table.yaml`.
@@ -461,7 +479,14 @@ impl Scanner<'_> {
                     out.hatches.push(Hatch::Argv(i..words.len()));
                     return;
                 }
-                Some(kind @ (ValueKind::Command | ValueKind::Opaque)) => {
+                Some(ValueKind::Opaque) => {
+                    out.hatches.push(Hatch::Opaque(format!(
+                        "`{path}` runs code given as `{}`, which cannot be checked",
+                        short(&words[i..].join(" "))
+                    )));
+                    return;
+                }
+                Some(kind @ ValueKind::Command) => {
                     let value = words[i..].join(" ");
                     let all_literal = (i..words.len()).all(lit);
                     out.run_words.push(i..words.len());
