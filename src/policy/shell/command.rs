@@ -5,7 +5,7 @@
 
 use tree_sitter::Node;
 
-use super::exec::{Hatch, Scan, Scanner};
+use super::scan::{Hatch, Scan, Scanner};
 use super::walk::{children_with_fields, named_children, Redirects, Walker, Work};
 use super::words::Word;
 use super::wrappers::{shell_invocation, unwrap, ShellRun, Unwrapped};

@@ -1,6 +1,7 @@
 //! Unit tests for the exec table and its scanner.
 
 use super::*;
+use crate::policy::shell::scan::*;
 
 #[test]
 fn the_shipped_table_loads_and_matches_its_yaml() {

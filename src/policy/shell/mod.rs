@@ -25,6 +25,7 @@ mod exec;
 #[cfg(test)]
 mod limit_tests;
 mod pattern;
+mod scan;
 #[cfg(test)]
 mod tests;
 mod walk;

@@ -4,7 +4,7 @@
 
 use tree_sitter::Node;
 
-use super::exec::{Hatch, Scanner};
+use super::scan::{Hatch, Scanner};
 use super::{snippet, Context, ShellAnalysis, SimpleCommand};
 use crate::policy::Access;
 
