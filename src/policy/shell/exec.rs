@@ -158,7 +158,7 @@ impl EnvTable {
             Some(prefix) => {
                 self.prefixes.retain(|(p, _)| p != prefix);
                 self.prefixes.push((prefix.to_string(), kind));
-                self.prefixes.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+                self.prefixes.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
             }
             None => {
                 self.exact.insert(name.to_string(), kind);

@@ -130,7 +130,7 @@ fn git_config_keys_and_subcommands() {
 #[test]
 fn find_exec_is_argv_and_writes_are_found() {
     let s = scan(&["find", ".", "-exec", "rm", "{}", ";", "-fprint", "out"]);
-    assert_eq!(s.run_words, [3..5]);
+    assert_eq!(s.run_words, vec![std::ops::Range { start: 3, end: 5 }]);
     assert!(s.hatches.contains(&Hatch::Argv(3..5)));
     assert!(s
         .hatches

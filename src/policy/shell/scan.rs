@@ -38,6 +38,14 @@ pub(super) struct Scan {
     pub(super) run_words: Vec<Range<usize>>,
 }
 
+/// Where a value was found: the entry whose `config` keys apply, and how
+/// deeply `flags:` values nest.
+#[derive(Clone, Copy)]
+struct Level<'k> {
+    keys: &'k ProgramSpec,
+    nesting: usize,
+}
+
 /// How a word matched an option.
 enum OptionMatch<'a> {
     /// An exec option; its value is attached or the next word.
@@ -84,16 +92,13 @@ impl Scanner<'_> {
         let mut out = Scan::default();
         match value {
             Some((value, literal)) => {
-                let none = ProgramSpec::default();
-                self.value(
-                    &format!("`{name}`"),
-                    kind,
-                    value,
-                    literal,
-                    &none,
-                    &mut out,
-                    0,
-                );
+                // A variable has no config keys of its own.
+                let keys = ProgramSpec::default();
+                let level = Level {
+                    keys: &keys,
+                    nesting: 0,
+                };
+                self.value(&format!("`{name}`"), kind, value, literal, level, &mut out);
             }
             None => out.hatches.push(Hatch::Opaque(format!(
                 "`{name}` is assigned a value that cannot be seen"
@@ -132,7 +137,7 @@ impl Scanner<'_> {
                     OptionMatch::Exec(name, kind, attached) => {
                         let what = format!("`{path} {name}`");
                         if let Some(value) = attached {
-                            self.value(&what, kind, &value, lit(i), keys, out, nesting);
+                            self.value(&what, kind, &value, lit(i), Level { keys, nesting }, out);
                             i += 1;
                         } else if *kind == ValueKind::Argv {
                             let start = i + 1;
@@ -154,7 +159,14 @@ impl Scanner<'_> {
                             if !matches!(kind, ValueKind::Opaque | ValueKind::Write) {
                                 out.option_values.push(i + 1);
                             }
-                            self.value(&what, kind, value, lit(i + 1), keys, out, nesting);
+                            self.value(
+                                &what,
+                                kind,
+                                value,
+                                lit(i + 1),
+                                Level { keys, nesting },
+                                out,
+                            );
                             i += 2;
                         } else {
                             i += 1;
@@ -205,7 +217,7 @@ impl Scanner<'_> {
             if let Some((name, value)) = word.split_once('=') {
                 if let Some(kind) = spec.assignments.get(name) {
                     let what = format!("`{path} {name}=`");
-                    self.value(&what, kind, value, lit(i), keys, out, nesting);
+                    self.value(&what, kind, value, lit(i), Level { keys, nesting }, out);
                     i += 1;
                     continue;
                 }
@@ -250,9 +262,8 @@ impl Scanner<'_> {
                         kind,
                         &value,
                         all_literal,
-                        keys,
+                        Level { keys, nesting },
                         out,
-                        nesting,
                     );
                     return;
                 }
@@ -276,9 +287,8 @@ impl Scanner<'_> {
         kind: &ValueKind,
         value: &str,
         literal: bool,
-        keys: &ProgramSpec,
+        Level { keys, nesting }: Level<'_>,
         out: &mut Scan,
-        nesting: usize,
     ) {
         match kind {
             ValueKind::Plain => {}
@@ -309,7 +319,7 @@ impl Scanner<'_> {
             }),
             ValueKind::Variable => out.hatches.push(Hatch::Variable(value.to_string())),
             ValueKind::Config | ValueKind::ConfigOrFile | ValueKind::ConfigEnv => {
-                self.config(what, kind, value, literal, keys, out, nesting)
+                self.config(what, kind, value, literal, Level { keys, nesting }, out)
             }
             ValueKind::Flags(target) => {
                 if !literal {
@@ -333,14 +343,14 @@ impl Scanner<'_> {
                 self.words(target, spec, &words, &lit, &mut nested, nesting + 1);
                 // Indices of the split value mean nothing in the command.
                 out.hatches
-                    .extend(nested.hatches.into_iter().filter_map(|h| match h {
-                        Hatch::Argv(r) => Some(Hatch::Run {
+                    .extend(nested.hatches.into_iter().map(|h| match h {
+                        Hatch::Argv(r) => Hatch::Run {
                             what: what.to_string(),
                             value: words[r].join(" "),
                             literal: true,
                             program: true,
-                        }),
-                        h => Some(h),
+                        },
+                        h => h,
                     }));
             }
         }
@@ -353,9 +363,8 @@ impl Scanner<'_> {
         kind: &ValueKind,
         value: &str,
         literal: bool,
-        keys: &ProgramSpec,
+        Level { keys, nesting }: Level<'_>,
         out: &mut Scan,
-        nesting: usize,
     ) {
         let split = value.find(|c: char| c == '=' || c.is_whitespace());
         let Some(at) = split else {
@@ -390,7 +399,14 @@ impl Scanner<'_> {
                         short(setting)
                     )));
                 } else {
-                    self.value(&what, key_kind, unquoted, literal, keys, out, nesting);
+                    self.value(
+                        &what,
+                        key_kind,
+                        unquoted,
+                        literal,
+                        Level { keys, nesting },
+                        out,
+                    );
                 }
             }
         }
@@ -457,7 +473,7 @@ fn match_option<'a>(spec: &'a ProgramSpec, word: &str) -> OptionMatch<'a> {
         if let Some((n, kind)) = spec.options.get_key_value(short.as_str()) {
             return OptionMatch::Exec(n, kind, value);
         }
-        if spec.takes_value.iter().any(|t| *t == short) {
+        if spec.takes_value.contains(&short) {
             return if value.is_some() {
                 OptionMatch::Other
             } else {
