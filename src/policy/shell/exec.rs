@@ -4,19 +4,17 @@
 //! code we cannot see, or write a file it was not asked to.
 //!
 //! They are data, not code: `exec_table.yaml` next to this file lists them
-//! per program (build.rs converts it to JSON, which loads faster), and a
+//! per program (build.rs lays it out as static slices of JSON), and a
 //! policy adds its own with `commands.exec_options` / `commands.exec_env`
 //! ([`ExecRules`]). This file holds the table; `scan` reads one command's
-//! words against a program's entry. Only programs with an entry are
-//! scanned, so an ordinary command costs one hash lookup.
+//! words against a program's entry. Looking a program up is a binary search
+//! over a static list build.rs makes, and only the entries of programs a
+//! process meets are ever parsed, so the table costs nothing up front.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
-
-/// The table as shipped (`exec_table.yaml`), as JSON made by build.rs.
-const TABLE_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/exec-table.json"));
 
 /// What the value of an option, operand or variable does.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -131,23 +129,61 @@ impl Default for ProgramSpec {
     }
 }
 
-/// The file format of `exec_table.yaml`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TableFile {
-    #[serde(default)]
-    aliases: BTreeMap<String, String>,
-    #[serde(default)]
-    programs: BTreeMap<String, ProgramSpec>,
-    #[serde(default)]
-    env: BTreeMap<String, ValueKind>,
+/// The shipped table, as build.rs lays it out: sorted `(name, text)`
+/// slices, each program's entry as JSON parsed on first use.
+mod shipped {
+    include!(concat!(env!("OUT_DIR"), "/exec_table.rs"));
 }
 
-/// Environment variables by exact name and by prefix (`LD_*`).
+/// Entries parsed so far, one slot per program of the shipped table.
+static PARSED: [OnceLock<ProgramSpec>; shipped::PROGRAMS.len()] =
+    [const { OnceLock::new() }; shipped::PROGRAMS.len()];
+
+/// The entry name `program` goes by (`nvim` is `vim`).
+pub fn canonical(program: &str) -> &str {
+    match shipped::ALIASES.binary_search_by_key(&program, |(alias, _)| alias) {
+        Ok(i) => shipped::ALIASES[i].1,
+        Err(_) => program,
+    }
+}
+
+/// The shipped entry of `program` (by canonical name), parsed on first use.
+pub fn shipped_program(program: &str) -> Option<&'static ProgramSpec> {
+    let i = shipped::PROGRAMS
+        .binary_search_by_key(&program, |(name, _)| name)
+        .ok()?;
+    Some(PARSED[i].get_or_init(|| {
+        // The unit tests parse every entry, so this cannot fail in a build
+        // that passed them; if it did, the entry fails closed: whatever the
+        // program is given is unparsed.
+        serde_json::from_str(shipped::PROGRAMS[i].1).unwrap_or_else(|_| ProgramSpec {
+            operands: Some(ValueKind::Opaque),
+            ..ProgramSpec::default()
+        })
+    }))
+}
+
+/// What the shipped table says assigning `name` does.
+fn shipped_env(name: &str) -> Option<ValueKind> {
+    let text = match shipped::ENV_EXACT.binary_search_by_key(&name, |(n, _)| n) {
+        Ok(i) => shipped::ENV_EXACT[i].1,
+        Err(_) => {
+            shipped::ENV_PREFIXES
+                .iter()
+                .find(|(prefix, _)| name.starts_with(prefix))?
+                .1
+        }
+    };
+    // A kind the tests did not see fails closed.
+    Some(ValueKind::try_from(text.to_string()).unwrap_or(ValueKind::Opaque))
+}
+
+/// Environment variables a policy adds, by exact name and by prefix
+/// (`MYTOOL_*`).
 #[derive(Clone, Debug, Default)]
 pub struct EnvTable {
     exact: HashMap<String, ValueKind>,
-    /// Longest prefix first, so `CARGO_TARGET_*` wins over `CARGO_*`.
+    /// Longest prefix first, so the most specific entry wins.
     prefixes: Vec<(String, ValueKind)>,
 }
 
@@ -167,53 +203,15 @@ impl EnvTable {
     }
 
     fn get(&self, name: &str) -> Option<&ValueKind> {
+        if self.exact.is_empty() && self.prefixes.is_empty() {
+            return None;
+        }
         self.exact.get(name).or_else(|| {
             self.prefixes
                 .iter()
                 .find(|(p, _)| name.starts_with(p.as_str()))
                 .map(|(_, k)| k)
         })
-    }
-}
-
-/// The shipped table, compiled.
-#[derive(Debug)]
-pub struct ExecTable {
-    aliases: HashMap<String, String>,
-    programs: HashMap<String, ProgramSpec>,
-    env: EnvTable,
-}
-
-/// The table shipped in the binary (parsed on first use).
-pub fn builtin() -> &'static ExecTable {
-    static TABLE: OnceLock<ExecTable> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        // build.rs made this JSON from the YAML and the unit tests load it,
-        // so a failure here is a build defect; an empty table would fail
-        // open, so stop instead.
-        let file: TableFile = serde_json::from_str(TABLE_JSON)
-            .unwrap_or_else(|e| panic!("exec_table.yaml does not load: {e}"));
-        let mut env = EnvTable::default();
-        for (name, kind) in file.env {
-            env.insert(&name, kind);
-        }
-        ExecTable {
-            aliases: file.aliases.into_iter().collect(),
-            programs: file.programs.into_iter().collect(),
-            env,
-        }
-    })
-}
-
-impl ExecTable {
-    /// The entry name `program` goes by (`nvim` is `vim`).
-    pub fn canonical<'a>(&'a self, program: &'a str) -> &'a str {
-        self.aliases.get(program).map_or(program, String::as_str)
-    }
-
-    /// The shipped entry of `program`, if any.
-    pub fn program(&self, program: &str) -> Option<&ProgramSpec> {
-        self.programs.get(self.canonical(program))
     }
 }
 
@@ -235,31 +233,32 @@ impl ExecRules {
         program: &str,
         options: impl IntoIterator<Item = (String, ValueKind)>,
     ) {
-        let table = builtin();
-        let name = table.canonical(program).to_string();
+        let name = canonical(program).to_string();
         let spec = self
             .programs
             .entry(name)
-            .or_insert_with_key(|n| table.programs.get(n).cloned().unwrap_or_default());
+            .or_insert_with_key(|n| shipped_program(n).cloned().unwrap_or_default());
         spec.options.extend(options);
     }
 
     /// The entry `program` is scanned with.
     pub fn program(&self, program: &str) -> Option<&ProgramSpec> {
-        if self.programs.is_empty() {
-            return builtin().program(program);
+        let name = canonical(program);
+        if !self.programs.is_empty() {
+            if let Some(spec) = self.programs.get(name) {
+                return Some(spec);
+            }
         }
-        let table = builtin();
-        let name = table.canonical(program);
-        self.programs.get(name).or_else(|| table.programs.get(name))
+        shipped_program(name)
     }
 
     /// What assigning `name` does, if anything.
-    pub fn env(&self, name: &str) -> Option<&ValueKind> {
+    pub fn env(&self, name: &str) -> Option<ValueKind> {
         self.env
             .get(name)
-            .or_else(|| builtin().env.get(name))
-            .filter(|k| **k != ValueKind::Plain)
+            .cloned()
+            .or_else(|| shipped_env(name))
+            .filter(|k| *k != ValueKind::Plain)
     }
 }
 

@@ -3,19 +3,72 @@
 use super::*;
 use crate::policy::shell::scan::*;
 
+/// Every entry of the shipped table, parsed.
+fn all_programs() -> Vec<(&'static str, ProgramSpec)> {
+    shipped::PROGRAMS
+        .iter()
+        .map(|(name, json)| {
+            let spec: ProgramSpec = serde_json::from_str(json)
+                .unwrap_or_else(|e| panic!("exec_table.yaml: entry `{name}` does not load: {e}"));
+            (*name, spec)
+        })
+        .collect()
+}
+
 #[test]
 fn the_shipped_table_loads_and_matches_its_yaml() {
-    let yaml: serde_yaml::Value = serde_yaml::from_str(include_str!("exec_table.yaml")).unwrap();
-    let json: serde_yaml::Value = serde_json::from_str(TABLE_JSON).unwrap();
-    assert_eq!(json, yaml);
-    let table = builtin();
-    assert!(table.program("sort").is_some());
-    assert!(table.program("nvim").is_some(), "aliases resolve");
+    let yaml: serde_json::Value = serde_yaml::from_str(include_str!("exec_table.yaml")).unwrap();
+    let programs = yaml["programs"].as_object().unwrap();
+    assert_eq!(programs.len(), shipped::PROGRAMS.len());
+    for (name, json) in shipped::PROGRAMS {
+        let from_json: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(&from_json, &programs[*name], "{name}");
+    }
+    let env = yaml["env"].as_object().unwrap();
+    assert_eq!(
+        env.len(),
+        shipped::ENV_EXACT.len() + shipped::ENV_PREFIXES.len()
+    );
+    for (name, kind) in shipped::ENV_EXACT.iter().chain(shipped::ENV_PREFIXES) {
+        let key = if env.contains_key(*name) {
+            name.to_string()
+        } else {
+            format!("{name}*")
+        };
+        assert_eq!(env[&key].as_str(), Some(*kind), "{name}");
+        ValueKind::try_from(kind.to_string()).unwrap_or_else(|e| panic!("env {name}: {e}"));
+    }
+    assert!(all_programs().len() > 20);
+    assert!(shipped_program("sort").is_some());
+    assert!(
+        shipped_program(canonical("nvim")).is_some(),
+        "aliases resolve"
+    );
+    assert!(shipped_program("ls").is_none());
+}
+
+#[test]
+fn lookups_are_sorted_for_binary_search() {
+    for list in [shipped::ALIASES, shipped::PROGRAMS, shipped::ENV_EXACT] {
+        assert!(list.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+    assert!(shipped::ENV_PREFIXES
+        .windows(2)
+        .all(|w| w[0].0.len() >= w[1].0.len()));
+    assert_eq!(
+        shipped_env("CARGO_TARGET_X_RUNNER"),
+        Some(ValueKind::Opaque)
+    );
+    assert_eq!(shipped_env("CARGO_TARGET_DIR"), Some(ValueKind::Write));
+    assert_eq!(
+        shipped_env("CARGO_PROFILE_DEV_OPT_LEVEL"),
+        Some(ValueKind::Plain)
+    );
+    assert_eq!(shipped_env("FOO"), None);
 }
 
 #[test]
 fn every_flags_target_and_alias_exists() {
-    let table = builtin();
     fn targets(spec: &ProgramSpec, out: &mut Vec<String>) {
         let kinds = spec
             .options
@@ -32,26 +85,20 @@ fn every_flags_target_and_alias_exists() {
         }
     }
     let mut all = Vec::new();
-    for spec in table.programs.values() {
-        targets(spec, &mut all);
+    for (_, spec) in all_programs() {
+        targets(&spec, &mut all);
     }
-    for (name, kind) in table
-        .env
-        .exact
-        .iter()
-        .chain(table.env.prefixes.iter().map(|(p, k)| (p, k)))
-    {
-        if let ValueKind::Flags(t) = kind {
-            all.push(t.clone());
+    for (_, kind) in shipped::ENV_EXACT.iter().chain(shipped::ENV_PREFIXES) {
+        if let Ok(ValueKind::Flags(t)) = ValueKind::try_from(kind.to_string()) {
+            all.push(t);
         }
-        assert!(!name.is_empty());
     }
     for t in all {
-        assert!(table.program(&t).is_some(), "flags:{t} names no entry");
+        assert!(shipped_program(&t).is_some(), "flags:{t} names no entry");
     }
-    for (alias, target) in &table.aliases {
+    for (alias, target) in shipped::ALIASES {
         assert!(
-            table.programs.contains_key(target),
+            shipped_program(target).is_some(),
             "alias {alias} -> {target}"
         );
     }

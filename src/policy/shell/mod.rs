@@ -40,7 +40,7 @@ use tree_sitter::{Node, ParseOptions, ParseState, Parser};
 use crate::policy::limits::{LimitExceeded, Limits};
 use crate::policy::Access;
 
-pub use self::exec::{builtin as builtin_exec_table, ExecRules, ExecTable, ProgramSpec, ValueKind};
+pub use self::exec::{ExecRules, ProgramSpec, ValueKind};
 pub use self::pattern::{CommandPattern, MatchMode};
 use self::walk::{Walker, Work};
 

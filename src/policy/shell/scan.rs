@@ -89,6 +89,7 @@ impl Scanner<'_> {
         let Some(kind) = self.rules.env(name) else {
             return Vec::new();
         };
+        let kind = &kind;
         let mut out = Scan::default();
         match value {
             Some((value, literal)) => {
