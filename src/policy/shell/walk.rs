@@ -336,6 +336,9 @@ impl<'s> Walker<'s, '_> {
                     value,
                     literal: true,
                 } => self.pending_writes.push((value, Access::Write)),
+                Hatch::Write { literal: false, .. } => self.unparsed(format!(
+                    "`{name}` names a directory written to, and its value is not a literal string"
+                )),
                 hatch => self.hatch(hatch, &[], depth),
             }
         }
