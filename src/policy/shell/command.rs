@@ -211,6 +211,9 @@ impl<'s> Walker<'s, '_> {
             self.push_command(words, files, wrapper);
             return;
         };
+        // Commands it runs are cut from its words now, so the words can be
+        // moved into the report rather than copied.
+        let mut argv = Vec::new();
         let mut later = Vec::new();
         for hatch in scan.hatches {
             match hatch {
@@ -220,31 +223,32 @@ impl<'s> Walker<'s, '_> {
                 } => files.push((value, Access::Write)),
                 // An expansion in it was reported with the command's words.
                 Hatch::Write { literal: false, .. } => {}
-                hatch => later.push(hatch),
-            }
-        }
-        let index = self.out.commands.len();
-        self.push_command(words.clone(), files, wrapper);
-        if let Some(cmd) = self.out.commands.get_mut(index) {
-            cmd.option_values = scan.option_values;
-            cmd.run_words = scan.run_words;
-        }
-        for hatch in later {
-            match hatch {
                 Hatch::Argv(range) => {
                     let cut = words
                         .get(range.clone())
                         .map_or(Vec::new(), <[String]>::to_vec);
                     let lit = literal.get(range).map_or(Vec::new(), <[bool]>::to_vec);
-                    self.emit(cut, lit, Redirects::default(), depth + 1);
+                    argv.push((cut, lit));
                 }
-                hatch => self.hatch(hatch, &words, depth),
+                hatch => later.push(hatch),
             }
+        }
+        let index = self.out.commands.len();
+        self.push_command(words, files, wrapper);
+        if let Some(cmd) = self.out.commands.get_mut(index) {
+            cmd.option_values = scan.option_values;
+            cmd.run_words = scan.run_words;
+        }
+        for (cut, lit) in argv {
+            self.emit(cut, lit, Redirects::default(), depth + 1);
+        }
+        for hatch in later {
+            self.hatch(hatch, depth);
         }
     }
 
     /// Acts on one escape hatch found in a command or an assignment.
-    pub(super) fn hatch(&mut self, hatch: Hatch, words: &[String], depth: usize) {
+    pub(super) fn hatch(&mut self, hatch: Hatch, depth: usize) {
         match hatch {
             Hatch::Run {
                 what,
@@ -275,11 +279,9 @@ impl<'s> Walker<'s, '_> {
                     self.pending_writes.push((value, Access::Write));
                 }
             }
-            Hatch::Argv(range) => {
-                let cut = words.get(range).map_or(Vec::new(), <[String]>::to_vec);
-                let lit = vec![true; cut.len()];
-                self.emit(cut, lit, Redirects::default(), depth + 1);
-            }
+            // Only a command's own words hold a command to cut out
+            // (`push_scanned`); a variable's value never does.
+            Hatch::Argv(_) => self.unparsed("a command inside a value".to_string()),
             Hatch::Variable(name) => self.variable(&name, None, depth),
         }
     }

@@ -122,7 +122,8 @@ impl Scanner<'_> {
         // The entry whose `config` keys apply: a subcommand's own, or else
         // the program's (`git clone -c` takes git's keys).
         let mut keys = top;
-        let mut path = program.to_string();
+        // Named in reasons only, so built only when a subcommand is entered.
+        let mut path = std::borrow::Cow::Borrowed(program);
         let mut options_done = false;
         let mut operand = 0;
         let mut i = 1;
@@ -229,7 +230,7 @@ impl Scanner<'_> {
                     if !sub.config.is_empty() {
                         keys = sub;
                     }
-                    path = format!("{path} {word}");
+                    path = std::borrow::Cow::Owned(format!("{path} {word}"));
                     i += 1;
                     continue;
                 }

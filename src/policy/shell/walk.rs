@@ -339,7 +339,7 @@ impl<'s> Walker<'s, '_> {
                 Hatch::Write { literal: false, .. } => self.unparsed(format!(
                     "`{name}` names a directory written to, and its value is not a literal string"
                 )),
-                hatch => self.hatch(hatch, &[], depth),
+                hatch => self.hatch(hatch, depth),
             }
         }
     }
