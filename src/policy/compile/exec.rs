@@ -51,7 +51,7 @@ pub(super) fn compile_exec(layers: &[PolicyLayer], diags: &mut Diagnostics) -> E
             let current = rules.program(program).cloned().unwrap_or_default();
             let merged = added.into_iter().map(|(name, kind)| {
                 let kind = value_kind(kind);
-                let kind = match current.options.get(&name) {
+                let kind = match current.option(&name).map(|(_, k)| k) {
                     Some(old) if rank(old) > rank(&kind) => old.clone(),
                     _ => kind,
                 };

@@ -4,21 +4,17 @@
 //! code we cannot see, or write a file it was not asked to.
 //!
 //! They are data, not code: `exec_table.yaml` next to this file lists them
-//! per program (build.rs lays it out as static slices of JSON), and a
+//! per program, build.rs turns it into static Rust data (checking it), and a
 //! policy adds its own with `commands.exec_options` / `commands.exec_env`
 //! ([`ExecRules`]). This file holds the table; `scan` reads one command's
 //! words against a program's entry. Looking a program up is a binary search
-//! over a static list build.rs makes, and only the entries of programs a
-//! process meets are ever parsed, so the table costs nothing up front.
+//! over static slices: nothing is parsed or built at run time.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
-
-use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// What the value of an option, operand or variable does.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ValueKind {
     /// A shell command string (`sh -c VALUE`): analyzed like `bash -c`.
     Command,
@@ -42,102 +38,79 @@ pub enum ValueKind {
     /// `KEY=ENVVAR`: the value comes from the environment.
     ConfigEnv,
     /// A string of options judged against the named program's entry.
-    Flags(String),
+    Flags(Cow<'static, str>),
     /// Harmless (an exemption from a prefix entry).
     Plain,
 }
 
-impl TryFrom<String> for ValueKind {
-    type Error = String;
-
-    fn try_from(s: String) -> Result<Self, String> {
-        Ok(match s.as_str() {
-            "command" => ValueKind::Command,
-            "program" => ValueKind::Program,
-            "bang_command" => ValueKind::BangCommand,
-            "opaque" => ValueKind::Opaque,
-            "write" => ValueKind::Write,
-            "argv" => ValueKind::Argv,
-            "variable" => ValueKind::Variable,
-            "config" => ValueKind::Config,
-            "config_or_file" => ValueKind::ConfigOrFile,
-            "config_env" => ValueKind::ConfigEnv,
-            "plain" => ValueKind::Plain,
-            other => match other.strip_prefix("flags:") {
-                Some(target) if !target.is_empty() => ValueKind::Flags(target.to_string()),
-                _ => return Err(format!("unknown value kind `{other}`")),
-            },
-        })
-    }
-}
-
-/// One program's entry (or a subcommand's).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One program's entry (or a subcommand's). The shipped ones are static
+/// data made by build.rs; a policy's additions own their options.
+#[derive(Clone, Debug)]
 pub struct ProgramSpec {
     /// Options whose value runs, loads or writes something, by name.
-    #[serde(default)]
-    pub options: BTreeMap<String, ValueKind>,
+    pub options: Cow<'static, [(Cow<'static, str>, ValueKind)]>,
     /// Other options that consume the next word (so it is not an operand).
-    #[serde(default)]
-    pub takes_value: Vec<String>,
+    pub takes_value: &'static [&'static str],
     /// Long options may be abbreviated to a unique prefix (GNU getopt_long).
-    #[serde(default)]
     pub abbrev: bool,
     /// Short options group (`-abc`); false for Go and find.
-    #[serde(default = "yes")]
     pub grouping: bool,
     /// What a `config`-kind value's keys do (lowercase; `*` matches anything).
-    #[serde(default)]
-    pub config: BTreeMap<String, ValueKind>,
+    pub config: &'static [(&'static str, ValueKind)],
     /// What `NAME=VALUE` operands do (make).
-    #[serde(default)]
-    pub assignments: BTreeMap<String, ValueKind>,
-    /// What the operands are: `command` (joined), `argv` or `opaque`.
-    #[serde(default)]
+    pub assignments: &'static [(&'static str, ValueKind)],
+    /// What the operands are: `command` (joined), `argv`, `opaque` or
+    /// `variable`.
     pub operands: Option<ValueKind>,
     /// Operand positions (0-based) the program writes.
-    #[serde(default)]
-    pub write_operands: Vec<usize>,
+    pub write_operands: &'static [usize],
     /// Options whose value names the program the remaining words are for.
-    #[serde(default)]
-    pub dispatch: Vec<String>,
+    pub dispatch: &'static [&'static str],
     /// Entries of subcommands, by name (the first operand).
-    #[serde(default)]
-    pub subcommands: BTreeMap<String, ProgramSpec>,
-}
-
-fn yes() -> bool {
-    true
+    pub subcommands: &'static [(&'static str, ProgramSpec)],
 }
 
 impl Default for ProgramSpec {
     /// An empty entry; short options group, as most programs' do.
     fn default() -> Self {
         ProgramSpec {
-            options: BTreeMap::new(),
-            takes_value: Vec::new(),
+            options: Cow::Borrowed(&[]),
+            takes_value: &[],
             abbrev: false,
             grouping: true,
-            config: BTreeMap::new(),
-            assignments: BTreeMap::new(),
+            config: &[],
+            assignments: &[],
             operands: None,
-            write_operands: Vec::new(),
-            dispatch: Vec::new(),
-            subcommands: BTreeMap::new(),
+            write_operands: &[],
+            dispatch: &[],
+            subcommands: &[],
         }
     }
 }
 
-/// The shipped table, as build.rs lays it out: sorted `(name, text)`
-/// slices, each program's entry as JSON parsed on first use.
-mod shipped {
-    include!(concat!(env!("OUT_DIR"), "/exec_table.rs"));
+impl ProgramSpec {
+    /// The kind of option `name`, if it is one.
+    pub fn option(&self, name: &str) -> Option<(&str, &ValueKind)> {
+        self.options
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(n, k)| (n.as_ref(), k))
+    }
+
+    /// The entry of subcommand `name`, if it has one.
+    pub fn subcommand(&self, name: &str) -> Option<&'static ProgramSpec> {
+        self.subcommands
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| s)
+    }
 }
 
-/// Entries parsed so far, one slot per program of the shipped table.
-static PARSED: [OnceLock<ProgramSpec>; shipped::PROGRAMS.len()] =
-    [const { OnceLock::new() }; shipped::PROGRAMS.len()];
+/// The shipped table, as build.rs lays it out: sorted static slices.
+mod shipped {
+    use super::{Cow, ProgramSpec, ValueKind};
+    include!(concat!(env!("OUT_DIR"), "/exec_table.rs"));
+}
 
 /// The entry name `program` goes by (`nvim` is `vim`).
 pub fn canonical(program: &str) -> &str {
@@ -147,35 +120,23 @@ pub fn canonical(program: &str) -> &str {
     }
 }
 
-/// The shipped entry of `program` (by canonical name), parsed on first use.
+/// The shipped entry of `program` (by canonical name).
 pub fn shipped_program(program: &str) -> Option<&'static ProgramSpec> {
     let i = shipped::PROGRAMS
         .binary_search_by_key(&program, |(name, _)| name)
         .ok()?;
-    Some(PARSED[i].get_or_init(|| {
-        // The unit tests parse every entry, so this cannot fail in a build
-        // that passed them; if it did, the entry fails closed: whatever the
-        // program is given is unparsed.
-        serde_json::from_str(shipped::PROGRAMS[i].1).unwrap_or_else(|_| ProgramSpec {
-            operands: Some(ValueKind::Opaque),
-            ..ProgramSpec::default()
-        })
-    }))
+    Some(&shipped::PROGRAMS[i].1)
 }
 
 /// What the shipped table says assigning `name` does.
-fn shipped_env(name: &str) -> Option<ValueKind> {
-    let text = match shipped::ENV_EXACT.binary_search_by_key(&name, |(n, _)| n) {
-        Ok(i) => shipped::ENV_EXACT[i].1,
-        Err(_) => {
-            shipped::ENV_PREFIXES
-                .iter()
-                .find(|(prefix, _)| name.starts_with(prefix))?
-                .1
-        }
-    };
-    // A kind the tests did not see fails closed.
-    Some(ValueKind::try_from(text.to_string()).unwrap_or(ValueKind::Opaque))
+fn shipped_env(name: &str) -> Option<&'static ValueKind> {
+    match shipped::ENV_EXACT.binary_search_by_key(&name, |(n, _)| n) {
+        Ok(i) => Some(&shipped::ENV_EXACT[i].1),
+        Err(_) => shipped::ENV_PREFIXES
+            .iter()
+            .find(|(prefix, _)| name.starts_with(prefix))
+            .map(|(_, kind)| kind),
+    }
 }
 
 /// Environment variables a policy adds, by exact name and by prefix
@@ -238,7 +199,13 @@ impl ExecRules {
             .programs
             .entry(name)
             .or_insert_with_key(|n| shipped_program(n).cloned().unwrap_or_default());
-        spec.options.extend(options);
+        let list = spec.options.to_mut();
+        for (name, kind) in options {
+            match list.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, old)) => *old = kind,
+                None => list.push((Cow::Owned(name), kind)),
+            }
+        }
     }
 
     /// The entry `program` is scanned with.
@@ -253,12 +220,11 @@ impl ExecRules {
     }
 
     /// What assigning `name` does, if anything.
-    pub fn env(&self, name: &str) -> Option<ValueKind> {
+    pub fn env(&self, name: &str) -> Option<&ValueKind> {
         self.env
             .get(name)
-            .cloned()
             .or_else(|| shipped_env(name))
-            .filter(|k| *k != ValueKind::Plain)
+            .filter(|k| **k != ValueKind::Plain)
     }
 }
 

@@ -2,7 +2,6 @@
 //! returns the [`Hatch`]es found: values to analyze as commands, code that
 //! cannot be seen, files written, commands run. The walker acts on them.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 use super::exec::{ExecRules, ProgramSpec, ValueKind};
@@ -89,7 +88,6 @@ impl Scanner<'_> {
         let Some(kind) = self.rules.env(name) else {
             return Vec::new();
         };
-        let kind = &kind;
         let mut out = Scan::default();
         match value {
             Some((value, literal)) => {
@@ -217,7 +215,7 @@ impl Scanner<'_> {
             }
             // An operand.
             if let Some((name, value)) = word.split_once('=') {
-                if let Some(kind) = spec.assignments.get(name) {
+                if let Some((_, kind)) = spec.assignments.iter().find(|(n, _)| *n == name) {
                     let what = format!("`{path} {name}=`");
                     self.value(&what, kind, value, lit(i), Level { keys, nesting }, out);
                     i += 1;
@@ -225,7 +223,7 @@ impl Scanner<'_> {
                 }
             }
             if operand == 0 {
-                if let Some(sub) = spec.subcommands.get(word) {
+                if let Some(sub) = spec.subcommand(word) {
                     spec = sub;
                     if !sub.config.is_empty() {
                         keys = sub;
@@ -338,7 +336,7 @@ impl Scanner<'_> {
                         .push(Hatch::Opaque(format!("{what} nests options too deeply")));
                     return;
                 }
-                let mut words = vec![target.clone()];
+                let mut words = vec![target.to_string()];
                 words.extend(value.split_whitespace().map(str::to_string));
                 let lit = vec![true; words.len()];
                 let mut nested = Scan::default();
@@ -381,7 +379,7 @@ impl Scanner<'_> {
         };
         let key = value[..at].trim().to_ascii_lowercase();
         let setting = value[at + 1..].trim();
-        let Some(key_kind) = lookup_key(&keys.config, &key) else {
+        let Some(key_kind) = lookup_key(keys.config, &key) else {
             return;
         };
         let what = format!("{what} {key}");
@@ -427,16 +425,16 @@ fn match_option<'a>(spec: &'a ProgramSpec, word: &str) -> OptionMatch<'a> {
         _ => (word, None),
     };
     // Exact names first: `--pre`, `-exec`, `-TT`.
-    if let Some((n, kind)) = spec.options.get_key_value(name) {
+    if let Some((n, kind)) = spec.option(name) {
         if !(n.len() == 2 && attached.is_some() && spec.grouping) {
             return OptionMatch::Exec(n, kind, attached.map(str::to_string));
         }
     }
-    if spec.dispatch.iter().any(|d| d == name) {
+    if spec.dispatch.contains(&name) {
         return OptionMatch::Dispatch;
     }
     if let Some(rest) = word.strip_prefix('+') {
-        for (n, kind) in &spec.options {
+        for (n, kind) in spec.options.iter() {
             if n == "+*" {
                 return OptionMatch::Exec(n, kind, Some(rest.to_string()));
             }
@@ -445,7 +443,7 @@ fn match_option<'a>(spec: &'a ProgramSpec, word: &str) -> OptionMatch<'a> {
     }
     if let Some(long) = name.strip_prefix("--") {
         if spec.abbrev && long.len() >= 2 {
-            for (n, kind) in &spec.options {
+            for (n, kind) in spec.options.iter() {
                 if n.strip_prefix("--")
                     .is_some_and(|full| full.starts_with(long))
                 {
@@ -453,13 +451,13 @@ fn match_option<'a>(spec: &'a ProgramSpec, word: &str) -> OptionMatch<'a> {
                 }
             }
         }
-        if attached.is_none() && spec.takes_value.iter().any(|t| t == name) {
+        if attached.is_none() && spec.takes_value.contains(&name) {
             return OptionMatch::TakesNext;
         }
         return OptionMatch::Other;
     }
     if !spec.grouping {
-        if attached.is_none() && spec.takes_value.iter().any(|t| t == name) {
+        if attached.is_none() && spec.takes_value.contains(&name) {
             return OptionMatch::TakesNext;
         }
         return OptionMatch::Other;
@@ -472,10 +470,10 @@ fn match_option<'a>(spec: &'a ProgramSpec, word: &str) -> OptionMatch<'a> {
         let short = format!("-{}", c.encode_utf8(&mut buf));
         let rest = &letters[k + c.len_utf8()..];
         let value = (!rest.is_empty()).then(|| rest.to_string());
-        if let Some((n, kind)) = spec.options.get_key_value(short.as_str()) {
+        if let Some((n, kind)) = spec.option(&short) {
             return OptionMatch::Exec(n, kind, value);
         }
-        if spec.takes_value.contains(&short) {
+        if spec.takes_value.contains(&short.as_str()) {
             return if value.is_some() {
                 OptionMatch::Other
             } else {
@@ -487,8 +485,8 @@ fn match_option<'a>(spec: &'a ProgramSpec, word: &str) -> OptionMatch<'a> {
 }
 
 /// Looks a config key up: exact first, then `*` patterns.
-fn lookup_key<'a>(config: &'a BTreeMap<String, ValueKind>, key: &str) -> Option<&'a ValueKind> {
-    if let Some(kind) = config.get(key) {
+fn lookup_key<'a>(config: &'a [(&str, ValueKind)], key: &str) -> Option<&'a ValueKind> {
+    if let Some((_, kind)) = config.iter().find(|(k, _)| *k == key) {
         return Some(kind);
     }
     config
