@@ -82,6 +82,41 @@ fn broken_fixtures_give_their_snapshot_diagnostics() {
 }
 
 #[test]
+fn a_policy_extends_the_exec_table() {
+    let eval = |command: &str| {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let o = toolgate(&[
+            "eval",
+            "--policies",
+            "exec-extend.yaml",
+            "--manifests",
+            "../../tool-manifests",
+            "--tool",
+            "bash",
+            "--args",
+            &args,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["decision"].as_str().unwrap().to_string()
+    };
+    assert_eq!(eval("mytool run"), "allow");
+    // A listed option's value is a program: judged, and unparsed (ask).
+    assert_eq!(eval("mytool --hook=./x.sh run"), "ask");
+    assert_eq!(eval("mytool --hook 'rm -rf ~' run"), "deny");
+    assert_eq!(eval("mytool -vx 'curl evil.example' run"), "deny");
+    // A command-kind option is analyzed like `bash -c`.
+    assert_eq!(eval("sort --my-filter 'echo hi' x"), "allow");
+    assert_eq!(eval("sort --my-filter 'rm -rf ~' x"), "deny");
+    // The shipped entries stay.
+    assert_eq!(eval("sort --compress-program=sh x"), "ask");
+    assert_eq!(eval("MYTOOL_HOOK='rm -rf ~' mytool run"), "deny");
+    assert_eq!(eval("MYTOOL_HOOK=pwd mytool run"), "allow");
+    assert_eq!(eval("export MYTOOL_HOOK='rm -rf ~'; mytool run"), "deny");
+    assert_eq!(eval("MYTOOL_PLUGIN_DIR=x mytool run"), "ask");
+}
+
+#[test]
 fn check_formats_json_and_github() {
     let o = toolgate(&[
         "check",

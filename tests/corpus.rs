@@ -1,5 +1,6 @@
 //! The adversarial corpora: shell commands and paths as data files, each with
-//! the decision it must get under `tests/corpus/policy.yaml`.
+//! the decision it must get under `tests/corpus/policy.yaml` — and escape
+//! hatches (`tests/corpus/escape_hatches.yaml`) under the default policy.
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +50,28 @@ fn policy() -> Policy {
     };
     load_policy(&paths, &CompileOptions::default())
         .unwrap_or_else(|d| panic!("corpus policy must load:\n{d}"))
+}
+
+/// The default policy (the embedded one is this file; a unit test keeps
+/// them the same) with the built-in manifests; `layer` adds a policy file
+/// from the corpus folder on top of it.
+fn default_policy(layer: Option<&str>) -> Policy {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        root.join("policies/default.yaml"),
+        dir.path().join("a-default.yaml"),
+    )
+    .unwrap();
+    if let Some(layer) = layer {
+        std::fs::copy(corpus_dir().join(layer), dir.path().join("b-layer.yaml")).unwrap();
+    }
+    let paths = ConfigPaths {
+        policies: Some(dir.path().to_path_buf()),
+        manifests: Some(root.join("tool-manifests")),
+    };
+    load_policy(&paths, &CompileOptions::default())
+        .unwrap_or_else(|d| panic!("the default policy must load:\n{d}"))
 }
 
 /// The workspace the corpora describe, plus a directory outside it.
@@ -146,6 +169,64 @@ fn shell_corpus() {
     assert!(
         failures.is_empty(),
         "{} of {} shell cases failed:\n  {}",
+        failures.len(),
+        corpus.cases.len(),
+        failures.join("\n  ")
+    );
+}
+
+/// Options and variables that make an allowed command run another program:
+/// none may be allowed by the default policy, and ordinary use must stay
+/// allowed.
+#[test]
+fn escape_hatch_corpus() {
+    let text = std::fs::read_to_string(corpus_dir().join("escape_hatches.yaml")).unwrap();
+    let corpus: Corpus<ShellCase> = serde_yaml::from_str(&text).unwrap();
+    let escapes = corpus
+        .cases
+        .iter()
+        .filter(|c| c.decision != "allow")
+        .count();
+    assert!(
+        escapes >= 100,
+        "the escape-hatch corpus must keep at least 100 escapes, has {escapes}"
+    );
+    let policy = default_policy(None);
+    // Allowing the programs themselves must not let their escapes through:
+    // the hatch, not the allow list, is what catches them.
+    let permissive = default_policy(Some("allow_hatch_programs.yaml"));
+    let fx = fixture();
+    let ws = Workspace::new(fx.ws.path()).unwrap();
+    let mut failures = Vec::new();
+    for case in &corpus.cases {
+        let call = ToolCall {
+            id: String::new(),
+            name: "bash".into(),
+            arguments: json!({ "command": case.command }),
+        };
+        let label = format!("`{}` ({})", case.command, case.why);
+        check(
+            &policy,
+            &ws,
+            &call,
+            &case.decision,
+            case.rule.as_deref(),
+            &label,
+            &mut failures,
+        );
+        if case.decision != "allow" {
+            let v = permissive.evaluate(&ws, &call);
+            if v.decision.as_str() == "allow" {
+                failures.push(format!(
+                    "{label}\n    allowed once its program is allowed: {}",
+                    v.reason
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} escape-hatch cases failed:\n  {}",
         failures.len(),
         corpus.cases.len(),
         failures.join("\n  ")

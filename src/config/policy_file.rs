@@ -147,6 +147,74 @@ pub struct CommandsSection {
     /// Decision for a simple command that matches no list.
     #[serde(default)]
     pub default: Option<Decision>,
+    /// Options that make a program run another program, load code or write
+    /// a file, added to the shipped table (docs/escape-hatches.md), by
+    /// program name: `{ mytool: ["--hook", "-x"] }` (each value is judged
+    /// as a program run on input it chooses) or `{ mytool: { --hook: command } }`.
+    #[serde(default)]
+    pub exec_options: BTreeMap<String, ExecOptions>,
+    /// Environment variables that do the same, added to the shipped table:
+    /// `["MYTOOL_HOOK", "MYTOOL_*"]` or `{ MYTOOL_HOOK: command }`. Set
+    /// before a command, in `env`, or by `export`, their value is judged.
+    #[serde(default)]
+    pub exec_env: Option<ExecEnv>,
+}
+
+/// What the value of an exec option or variable does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecKind {
+    /// A shell command string: analyzed like `bash -c VALUE`.
+    Command,
+    /// A program run on input it chooses: analyzed like `bash -c VALUE`, and
+    /// given the `commands.unparsed` decision too.
+    Program,
+    /// Code or configuration that cannot be checked: `commands.unparsed`.
+    Opaque,
+    /// A file the program writes: checked like a path written to.
+    Write,
+    /// (Options only) the following words, up to `;` or `+`, are a command,
+    /// like `find -exec`.
+    Argv,
+}
+
+impl ExecKind {
+    /// Every kind, as written in a policy.
+    pub const NAMES: &'static [&'static str] = &["command", "program", "opaque", "write", "argv"];
+
+    /// The kind a policy names, if it is one.
+    pub fn parse(name: &str) -> Option<ExecKind> {
+        Some(match name {
+            "command" => ExecKind::Command,
+            "program" => ExecKind::Program,
+            "opaque" => ExecKind::Opaque,
+            "write" => ExecKind::Write,
+            "argv" => ExecKind::Argv,
+            _ => return None,
+        })
+    }
+}
+
+/// One program's exec options: a list of names, or names with their kind.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ExecOptions {
+    /// Option names (`--hook`, `-x`, `-word`, `+*`); each value is a program.
+    Names(Vec<String>),
+    /// Option names with what their value does (a kind is checked when the
+    /// policy compiles, so a misspelt one is reported at its position).
+    Kinds(#[schemars(with = "BTreeMap<String, ExecKind>")] BTreeMap<String, String>),
+}
+
+/// Exec environment variables: a list of names, or names with their kind.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ExecEnv {
+    /// Variable names; `NAME_*` covers every name with that prefix. Each
+    /// value is a program.
+    Names(Vec<String>),
+    /// Variable names with what their value does.
+    Kinds(#[schemars(with = "BTreeMap<String, ExecKind>")] BTreeMap<String, String>),
 }
 
 /// One command pattern: a string such as `"rm -rf"`, or an object that also

@@ -6,7 +6,7 @@
 //! command's positional words (a loose deny only ever asks too often).
 
 use super::finding::{Finding, RuleId};
-use super::shell::{CommandPattern, MatchMode, SimpleCommand};
+use super::shell::{CommandPattern, ExecRules, MatchMode, SimpleCommand};
 use super::Decision;
 
 /// One compiled list entry.
@@ -33,6 +33,9 @@ pub struct CommandRules {
     pub unparsed: Decision,
     /// Decision for a simple command no list matches.
     pub default: Decision,
+    /// Options and variables that make a program run another one: the
+    /// shipped table plus `exec_options` / `exec_env` (used by the analyzer).
+    pub exec: ExecRules,
 }
 
 impl Default for CommandRules {
@@ -43,6 +46,7 @@ impl Default for CommandRules {
             deny: Vec::new(),
             unparsed: Decision::Deny,
             default: Decision::Ask,
+            exec: ExecRules::default(),
         }
     }
 }

@@ -196,6 +196,7 @@ pub fn gather_in(
                     script,
                     workdir.unwrap_or(""),
                     ShellLimits::of(&policy.limits),
+                    &policy.commands.exec,
                 ));
             }
             Some(other) => facts.problems.push(Finding::new(
@@ -211,8 +212,14 @@ pub fn gather_in(
     facts
 }
 
-fn gather_shell(ws: &Workspace, script: &str, start: &str, limits: ShellLimits) -> ShellFacts {
-    let analysis = shell::analyze_with(script, limits);
+fn gather_shell(
+    ws: &Workspace,
+    script: &str,
+    start: &str,
+    limits: ShellLimits,
+    exec: &shell::ExecRules,
+) -> ShellFacts {
+    let analysis = shell::analyze_in(script, limits, exec);
     // `cd dir && cat x` reads dir/x: track the directory through the script in
     // source order (control flow ignored; a cd we cannot follow makes later
     // relative words relative to where it points, which is the strict side).

@@ -6,6 +6,7 @@
 //! decisions take the strictest layer's value, limits take the smallest, and
 //! each layer's `roots` must all contain a path.
 
+mod exec;
 mod limits;
 mod manifests;
 mod redact;
@@ -326,6 +327,7 @@ impl Compiler {
         }
         rules.unparsed = unparsed.unwrap_or(Decision::Deny);
         rules.default = default.unwrap_or(Decision::Ask);
+        rules.exec = exec::compile_exec(layers, &mut self.diags);
         rules
     }
 

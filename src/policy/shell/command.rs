@@ -1,12 +1,14 @@
 //! One simple command: its words are collected and checked, then it is
 //! reported along with whatever it runs in turn (the command under a wrapper,
-//! a shell's `-c` body or stdin script, `find -exec` commands).
+//! a shell's `-c` body or stdin script, and what its options run per the exec
+//! table: `find -exec` commands, `rg --pre CMD`, `git -c core.pager=CMD`).
 
 use tree_sitter::Node;
 
+use super::scan::{Hatch, Scan, Scanner};
 use super::walk::{children_with_fields, named_children, Redirects, Walker, Work};
 use super::words::Word;
-use super::wrappers::{find_exec_commands, shell_invocation, unwrap, ShellRun, Unwrapped};
+use super::wrappers::{shell_invocation, unwrap, ShellRun, Unwrapped};
 use super::{analyze_into, basename, snippet, ShellAnalysis, SimpleCommand};
 use crate::policy::Access;
 
@@ -95,8 +97,8 @@ impl<'s> Walker<'s, '_> {
         let mut literal = literal;
         let mut depth = depth;
         loop {
-            if depth > self.limits.max_nesting {
-                self.out.over_nesting(self.limits);
+            if depth > self.ctx.limits.max_nesting {
+                self.out.over_nesting(self.ctx.limits);
                 return;
             }
             let Some(first) = words.first() else {
@@ -129,14 +131,14 @@ impl<'s> Walker<'s, '_> {
                         let body = words[index].clone();
                         self.push_command(words.clone(), std::mem::take(&mut files), true);
                         let mut nested = ShellAnalysis::default();
-                        analyze_into(&body, depth + 1, self.limits, self.deadline, &mut nested);
+                        analyze_into(&body, depth + 1, self.ctx, &mut nested);
                         self.absorb(nested);
                     }
                     ShellRun::Stdin if stdin_script.is_some() => {
                         self.push_command(words.clone(), std::mem::take(&mut files), true);
                         let body = stdin_script.take().unwrap_or_default();
                         let mut nested = ShellAnalysis::default();
-                        analyze_into(&body, depth + 1, self.limits, self.deadline, &mut nested);
+                        analyze_into(&body, depth + 1, self.ctx, &mut nested);
                         self.absorb(nested);
                     }
                     ShellRun::Stdin | ShellRun::Other => {
@@ -147,26 +149,8 @@ impl<'s> Walker<'s, '_> {
             }
             match unwrap(&program, &words) {
                 Unwrapped::NotWrapper => {
-                    if program == "find" {
-                        // Each `-exec` command is cut from find's own words:
-                        // after the first is emitted, the last command
-                        // reported is no longer find (cutting from it
-                        // panicked; found by the shell_analyzer fuzz target).
-                        let inner: Vec<(Vec<String>, Vec<bool>)> = find_exec_commands(&words)
-                            .into_iter()
-                            .map(|(start, end)| {
-                                let lit =
-                                    literal.get(start..end).map_or(Vec::new(), <[bool]>::to_vec);
-                                (words[start..end].to_vec(), lit)
-                            })
-                            .collect();
-                        self.push_command(words, files, false);
-                        for (cmd, lit) in inner {
-                            self.emit(cmd, lit, Redirects::default(), depth + 1);
-                        }
-                    } else {
-                        self.push_command(words, files, false);
-                    }
+                    let scan = self.scan(&program, &words, &literal, words.len());
+                    self.push_scanned(words, literal, files, false, scan, depth);
                     return;
                 }
                 Unwrapped::Unknown(reason) => {
@@ -175,17 +159,130 @@ impl<'s> Walker<'s, '_> {
                     return;
                 }
                 Unwrapped::Inner { start, assignments } => {
-                    for name in assignments {
-                        self.check_variable_name(&name);
+                    // The wrapper's own options (`time -o FILE`) only.
+                    let scan = self.scan(&program, &words, &literal, start);
+                    for index in assignments {
+                        if let Some((name, value)) = words[index].split_once('=') {
+                            let literal = literal.get(index).copied().unwrap_or(false);
+                            self.variable(name, Some((value, literal)), depth);
+                        }
                     }
                     let inner = words[start..].to_vec();
-                    literal = literal[start.min(literal.len())..].to_vec();
-                    self.push_command(words, std::mem::take(&mut files), true);
+                    let inner_literal = literal[start.min(literal.len())..].to_vec();
+                    self.push_scanned(
+                        words,
+                        literal,
+                        std::mem::take(&mut files),
+                        true,
+                        scan,
+                        depth,
+                    );
                     words = inner;
+                    literal = inner_literal;
                     stdin_script = None;
                     depth += 1;
                 }
             }
+        }
+    }
+
+    /// Scans `words[..end]` against the exec table (one lookup when the
+    /// program has no entry).
+    fn scan(&self, program: &str, words: &[String], literal: &[bool], end: usize) -> Option<Scan> {
+        Scanner {
+            rules: self.ctx.exec,
+        }
+        .scan(program, words, literal, end)
+    }
+
+    /// Reports a command with what scanning it found: files it writes join
+    /// its redirects, option values are marked, and what it runs is
+    /// analyzed after it (one level deeper).
+    fn push_scanned(
+        &mut self,
+        words: Vec<String>,
+        literal: Vec<bool>,
+        mut files: Vec<(String, Access)>,
+        wrapper: bool,
+        scan: Option<Scan>,
+        depth: usize,
+    ) {
+        let Some(scan) = scan else {
+            self.push_command(words, files, wrapper);
+            return;
+        };
+        // Commands it runs are cut from its words now, so the words can be
+        // moved into the report rather than copied.
+        let mut argv = Vec::new();
+        let mut later = Vec::new();
+        for hatch in scan.hatches {
+            match hatch {
+                Hatch::Write {
+                    value,
+                    literal: true,
+                } => files.push((value, Access::Write)),
+                // An expansion in it was reported with the command's words.
+                Hatch::Write { literal: false, .. } => {}
+                Hatch::Argv(range) => {
+                    let cut = words
+                        .get(range.clone())
+                        .map_or(Vec::new(), <[String]>::to_vec);
+                    let lit = literal.get(range).map_or(Vec::new(), <[bool]>::to_vec);
+                    argv.push((cut, lit));
+                }
+                hatch => later.push(hatch),
+            }
+        }
+        let index = self.out.commands.len();
+        self.push_command(words, files, wrapper);
+        if let Some(cmd) = self.out.commands.get_mut(index) {
+            cmd.option_values = scan.option_values;
+            cmd.run_words = scan.run_words;
+        }
+        for (cut, lit) in argv {
+            self.emit(cut, lit, Redirects::default(), depth + 1);
+        }
+        for hatch in later {
+            self.hatch(hatch, depth);
+        }
+    }
+
+    /// Acts on one escape hatch found in a command or an assignment.
+    pub(super) fn hatch(&mut self, hatch: Hatch, depth: usize) {
+        match hatch {
+            Hatch::Run {
+                what,
+                literal: false,
+                ..
+            } => self.unparsed(format!(
+                "{what} is given a value that is not a literal string"
+            )),
+            Hatch::Run {
+                what,
+                value,
+                literal: true,
+                program,
+            } => {
+                if program {
+                    self.unparsed(format!(
+                        "{what} runs `{}` on input it chooses",
+                        snippet(&value)
+                    ));
+                }
+                let mut nested = ShellAnalysis::default();
+                analyze_into(&value, depth + 1, self.ctx, &mut nested);
+                self.absorb(nested);
+            }
+            Hatch::Opaque(reason) => self.unparsed(reason),
+            Hatch::Write { value, literal } => {
+                if literal {
+                    self.pending_writes.push((value, Access::Write));
+                }
+            }
+            // Only a command's own words hold a command to cut out
+            // (`push_scanned`); a variable's value never does.
+            Hatch::Argv(_) => self.unparsed("a command inside a value".to_string()),
+            Hatch::Variable(name) => self.variable(&name, None, depth),
         }
     }
 
@@ -195,11 +292,11 @@ impl<'s> Walker<'s, '_> {
         redirects: Vec<(String, Access)>,
         wrapper: bool,
     ) {
-        self.out.commands.push(SimpleCommand {
-            words,
-            redirects,
-            is_wrapper: wrapper,
-        });
+        let mut cmd = SimpleCommand::new(words);
+        cmd.redirects = redirects;
+        cmd.redirects.append(&mut self.pending_writes);
+        cmd.is_wrapper = wrapper;
+        self.out.commands.push(cmd);
     }
 
     fn absorb(&mut self, nested: ShellAnalysis) {

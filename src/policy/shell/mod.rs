@@ -15,19 +15,24 @@
 //! Layout: this file holds the public types and the parse entry point;
 //! `walk` visits the syntax tree, `command` handles one simple command and
 //! what it runs in turn, `words` does quote removal, `wrappers` knows how
-//! `sudo`/`env`/`xargs`/`bash -c`… hand their arguments on, and `pattern`
-//! matches policy command patterns.
+//! `sudo`/`env`/`xargs`/`bash -c`… hand their arguments on, `exec` reads the
+//! escape-hatch table (options and variables that make a program run
+//! another: `rg --pre`, `git -c core.pager`, `PAGER`, `find -exec`), and
+//! `pattern` matches policy command patterns.
 
 mod command;
+mod exec;
 #[cfg(test)]
 mod limit_tests;
 mod pattern;
+mod scan;
 #[cfg(test)]
 mod tests;
 mod walk;
 mod words;
 mod wrappers;
 
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use tree_sitter::{Node, ParseOptions, ParseState, Parser};
@@ -35,9 +40,9 @@ use tree_sitter::{Node, ParseOptions, ParseState, Parser};
 use crate::policy::limits::{LimitExceeded, Limits};
 use crate::policy::Access;
 
+pub use self::exec::{ExecRules, ProgramSpec, ValueKind};
 pub use self::pattern::{CommandPattern, MatchMode};
 use self::walk::{Walker, Work};
-use self::wrappers::FIND_EXEC;
 
 /// What the analyzer may spend on one script: its length, and how deeply
 /// its constructs may nest. Over either, the analysis records
@@ -85,13 +90,22 @@ pub struct SimpleCommand {
     /// arguments, unquoted.
     pub words: Vec<String>,
     /// Redirection targets naming files (`> f`, `>> f`, `&> f`, `<> f` are
-    /// Write; `< f` is Read). File-descriptor duplications such as `2>&1` are
-    /// not listed; `/dev/null` is listed like any other file.
+    /// Write; `< f` is Read), and files an option or variable makes the
+    /// program write (`sort -o f`, `find -fprint f`; see the exec table).
+    /// File-descriptor duplications such as `2>&1` are not listed;
+    /// `/dev/null` is listed like any other file.
     pub redirects: Vec<(String, Access)>,
     /// True for a wrapper (env, timeout, nice, nohup, command, exec, builtin,
     /// xargs, sudo, doas, stdbuf, ionice, time, or a shell running `-c BODY`)
     /// whose wrapped command is reported separately.
     pub is_wrapper: bool,
+    /// Indices of words that are the value of an option before them
+    /// (`git -C DIR`, `git -c KEY=VALUE`), per the exec table: command
+    /// patterns skip them, so `git -c color.ui=always log` is `git log`.
+    pub option_values: Vec<usize>,
+    /// Word ranges that form a command the program runs (`find -exec CMD ;`),
+    /// reported as a command of its own; they are not file operands.
+    pub run_words: Vec<Range<usize>>,
 }
 
 /// Programs that only print their arguments or name shell variables: their
@@ -113,6 +127,17 @@ impl SimpleCommand {
     /// The program's basename: "/usr/bin/rm" -> "rm".
     pub fn program(&self) -> &str {
         basename(self.words.first().map(String::as_str).unwrap_or(""))
+    }
+
+    /// A command of `words`, with nothing else known about it.
+    pub fn new(words: Vec<String>) -> SimpleCommand {
+        SimpleCommand {
+            words,
+            redirects: Vec::new(),
+            is_wrapper: false,
+            option_values: Vec::new(),
+            run_words: Vec::new(),
+        }
     }
 
     /// Words that may name files, with the access they imply: every non-flag
@@ -160,13 +185,13 @@ impl SimpleCommand {
         while i < args.len() {
             let arg = args[i].as_str();
             i += 1;
-            // The command run by `find -exec` is reported as its own command;
-            // its words are not find's operands.
-            if program == "find" && FIND_EXEC.contains(&arg) {
-                while i < args.len() && args[i] != ";" && args[i] != "+" {
-                    i += 1;
-                }
-                i += 1;
+            // A command the program runs (`find -exec CMD ;`) is reported as
+            // its own command; its words are not this program's operands.
+            // (`i` is now the word's index in `self.words`.)
+            if let Some(run) = self.run_words.iter().find(|r| r.contains(&i)) {
+                // Skip the command and the `;` or `+` that ends it: the next
+                // argument looked at is `self.words[run.end + 1]`.
+                i = run.end;
                 continue;
             }
             if !options_done && arg == "--" {
@@ -218,23 +243,38 @@ pub fn analyze(script: &str) -> ShellAnalysis {
     analyze_with(script, ShellLimits::default())
 }
 
-/// [`analyze`] within a policy's limits.
+/// [`analyze`] within a policy's limits, with the shipped exec table.
 pub fn analyze_with(script: &str, limits: ShellLimits) -> ShellAnalysis {
+    analyze_in(script, limits, &ExecRules::default())
+}
+
+/// [`analyze`] within a policy's limits and with its exec table (the
+/// shipped one plus `commands.exec_options` / `commands.exec_env`).
+pub fn analyze_in(script: &str, limits: ShellLimits, exec: &ExecRules) -> ShellAnalysis {
     let mut out = ShellAnalysis::default();
     let deadline = Instant::now() + limits.max_parse_time;
-    analyze_into(script, 0, limits, deadline, &mut out);
+    let ctx = Context {
+        limits,
+        deadline,
+        exec,
+    };
+    analyze_into(script, 0, &ctx, &mut out);
     out
 }
 
-/// [`analyze`] at a given nesting depth, appending to `out`; `bash -c`
-/// bodies re-enter here one level deeper, with the same `deadline`.
-fn analyze_into(
-    script: &str,
-    depth: usize,
+/// What stays the same for every nested body of one analysis.
+struct Context<'e> {
     limits: ShellLimits,
+    /// When parsing nested bodies must stop.
     deadline: Instant,
-    out: &mut ShellAnalysis,
-) {
+    /// Escape hatches of the policy.
+    exec: &'e ExecRules,
+}
+
+/// [`analyze`] at a given nesting depth, appending to `out`; `bash -c`
+/// bodies re-enter here one level deeper, with the same context.
+fn analyze_into(script: &str, depth: usize, ctx: &Context<'_>, out: &mut ShellAnalysis) {
+    let (limits, deadline) = (ctx.limits, ctx.deadline);
     if depth > limits.max_nesting {
         out.over_nesting(limits);
         return;
@@ -298,8 +338,8 @@ fn analyze_into(
         src: script,
         out,
         stack: Vec::new(),
-        limits,
-        deadline,
+        ctx,
+        pending_writes: Vec::new(),
     };
     walker.stack.push(Work::Statement(root, depth));
     walker.run();

@@ -125,11 +125,16 @@ impl CommandPattern {
             return false;
         }
         let git_push = self.program == "git" && self.positional.iter().any(|w| w == "push");
-        let (positional, flags) = split_words(
-            &self.program,
-            git_push,
-            cmd.words.iter().skip(1).map(String::as_str),
-        );
+        // Values of options (`git -c KEY=VALUE`) are neither flags nor
+        // positional words.
+        let args = cmd
+            .words
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(i, _)| !cmd.option_values.contains(i))
+            .map(|(_, w)| w.as_str());
+        let (positional, flags) = split_words(&self.program, git_push, args);
         if !self.flags.is_subset(&flags) {
             return false;
         }

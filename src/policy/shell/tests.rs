@@ -23,11 +23,7 @@ fn unparsed(script: &str) -> ShellAnalysis {
 }
 
 fn cmd(words: &[&str]) -> SimpleCommand {
-    SimpleCommand {
-        words: words.iter().map(|w| w.to_string()).collect(),
-        redirects: Vec::new(),
-        is_wrapper: false,
-    }
+    SimpleCommand::new(words.iter().map(|w| w.to_string()).collect())
 }
 
 fn pat(p: &str) -> CommandPattern {
@@ -455,11 +451,47 @@ fn bare_assignment_yields_no_command() {
 
 #[test]
 fn code_loading_assignments_are_unparsed() {
-    unparsed("GIT_EXTERNAL_DIFF='rm -rf /' git diff");
     unparsed("PATH=/tmp/evil ls");
     unparsed("env LD_PRELOAD=./x.so ls");
-    unparsed("export PAGER='rm -rf /'");
+    unparsed("PAGER=$X git log");
+    unparsed("printf -v PAGER %s x; git log");
     clean("RUST_LOG=debug cargo test");
+}
+
+#[test]
+fn command_variables_are_analyzed_as_commands() {
+    assert_eq!(
+        programs("GIT_EXTERNAL_DIFF='rm -rf /' git diff"),
+        ["rm", "git"]
+    );
+    assert_eq!(
+        programs("export PAGER='rm -rf /'; git log"),
+        ["rm", "export", "git"]
+    );
+    assert_eq!(programs("env PAGER=cat git log"), ["cat", "env", "git"]);
+    assert_eq!(programs("PAGER='less -R' git log"), ["less", "git"]);
+}
+
+#[test]
+fn exec_options_run_their_values() {
+    assert_eq!(programs("rg --pre 'rm -rf ~' x"), ["rg", "rm"]);
+    assert_eq!(programs("git -c core.pager='rm -rf ~' log"), ["git", "rm"]);
+    assert_eq!(programs("time -o out.txt ls"), ["time", "ls"]);
+    assert_eq!(programs("find . -exec rm {} + -o -print"), ["find", "rm"]);
+    let a = analyze("sort --compress-program=sh x");
+    assert_eq!(a.unparsed.len(), 1, "{a:?}");
+    let a = clean("sort -o out.txt x");
+    assert_eq!(
+        a.commands[0].redirects,
+        [("out.txt".to_string(), Access::Write)]
+    );
+    let a = clean("git -c color.ui=always log");
+    assert!(pat("git log").matches(&a.commands[0], MatchMode::Prefix));
+    let a = clean("find . -name x -exec grep -l y {} ;");
+    assert_eq!(
+        a.commands[0].file_operands(),
+        [(".", Access::Read), ("x", Access::Read)]
+    );
 }
 
 #[test]

@@ -2,12 +2,10 @@
 //! work stack and records redirections, here-documents, assignments and
 //! substitutions. Simple commands are handed to `command`, words to `words`.
 
-use std::time::Instant;
-
 use tree_sitter::Node;
 
-use super::wrappers::is_code_loading_variable;
-use super::{snippet, ShellAnalysis, ShellLimits, SimpleCommand};
+use super::scan::{Hatch, Scanner};
+use super::{snippet, Context, ShellAnalysis, SimpleCommand};
 use crate::policy::Access;
 
 /// Pending work. An explicit stack (rather than recursion) keeps long `&&`
@@ -27,10 +25,11 @@ pub(super) struct Walker<'s, 'o> {
     pub(super) src: &'s str,
     pub(super) out: &'o mut ShellAnalysis,
     pub(super) stack: Vec<Work<'s>>,
-    /// How long and how deep the script may be.
-    pub(super) limits: ShellLimits,
-    /// When parsing nested bodies must stop.
-    pub(super) deadline: Instant,
+    /// Limits, deadline and exec table of the whole analysis.
+    pub(super) ctx: &'o Context<'o>,
+    /// Files an assignment says the next command writes
+    /// (`CARGO_TARGET_DIR=dir cargo build`).
+    pub(super) pending_writes: Vec<(String, Access)>,
 }
 
 /// Redirects and stdin data collected for one command.
@@ -84,8 +83,8 @@ impl<'s> Walker<'s, '_> {
     }
 
     fn statement(&mut self, node: Node<'s>, depth: usize) {
-        if depth > self.limits.max_nesting {
-            self.out.over_nesting(self.limits);
+        if depth > self.ctx.limits.max_nesting {
+            self.out.over_nesting(self.ctx.limits);
             return;
         }
         match node.kind() {
@@ -284,7 +283,8 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
-    /// One `NAME=value`: checks the name and scans the value.
+    /// One `NAME=value`: judges the value when the variable is an escape
+    /// hatch (`PAGER=CMD`, `LD_PRELOAD=…`), else scans it for substitutions.
     pub(super) fn assignment(&mut self, node: Node<'s>, depth: usize) {
         if node.kind() != "variable_assignment" {
             self.unparsed(format!(
@@ -293,22 +293,54 @@ impl<'s> Walker<'s, '_> {
             ));
             return;
         }
-        if let Some(name) = node.child_by_field_name("name") {
-            self.check_variable_name(self.text(name));
-        }
-        if let Some(value) = node.child_by_field_name("value") {
+        let name = node
+            .child_by_field_name("name")
+            .map_or("", |n| self.text(n));
+        let value = node.child_by_field_name("value");
+        if self.ctx.exec.env(name).is_none() {
             // The value is not split into words, so a plain variable in it is
             // harmless; a substitution runs a command.
-            self.scan_substitutions(value, depth + 1);
+            if let Some(value) = value {
+                self.scan_substitutions(value, depth + 1);
+            }
+            return;
+        }
+        match value {
+            // `PAGER=` sets it empty: nothing runs.
+            None => {}
+            Some(value) if value.kind() == "array" => {
+                self.scan_substitutions(value, depth + 1);
+                self.variable(name, Some(("", false)), depth);
+            }
+            Some(value) => {
+                // `word` reports substitutions in it itself.
+                let word = self.word(value, depth);
+                let text = word.text();
+                self.variable(name, Some((&text, word.literal)), depth);
+            }
         }
     }
 
-    /// Unparsed when `name` is a code-loading variable such as PATH.
-    pub(super) fn check_variable_name(&mut self, name: &str) {
-        if is_code_loading_variable(name) {
-            self.unparsed(format!(
-                "assignment to `{name}` can change which code a command runs"
-            ));
+    /// Judges assigning `value` (None: unknown) to the variable `name`.
+    pub(super) fn variable(&mut self, name: &str, value: Option<(&str, bool)>, depth: usize) {
+        let scanner = Scanner {
+            rules: self.ctx.exec,
+        };
+        let hatches = scanner.variable(name, value);
+        for hatch in hatches {
+            match hatch {
+                Hatch::Opaque(_) => self.unparsed(format!(
+                    "assignment to `{name}` can change which code a command runs"
+                )),
+                Hatch::Write {
+                    value,
+                    literal: true,
+                } => self.pending_writes.push((value, Access::Write)),
+                Hatch::Write { literal: false, .. } => self.unparsed(format!(
+                    "`{name}` names a directory written to, and its value is not a literal string"
+                )),
+                hatch => self.hatch(hatch, depth),
+            }
         }
     }
 
@@ -340,11 +372,9 @@ impl<'s> Walker<'s, '_> {
             }
         }
         if !words.is_empty() {
-            self.out.commands.push(SimpleCommand {
-                words,
-                redirects: Vec::new(),
-                is_wrapper: false,
-            });
+            let mut cmd = SimpleCommand::new(words);
+            cmd.redirects = std::mem::take(&mut self.pending_writes);
+            self.out.commands.push(cmd);
         }
     }
 

@@ -1,38 +1,9 @@
 //! Commands that run other commands: wrappers (`env`, `sudo`, `timeout`,
-//! `xargs`, …) whose wrapped command is found by skipping their options,
-//! shells given `-c BODY` or a script on stdin, `find -exec`, and the
-//! variables whose value changes which code a command runs.
+//! `xargs`, …) whose wrapped command is found by skipping their options, and
+//! shells given `-c BODY` or a script on stdin. Options and variables that
+//! run a command (`find -exec`, `PAGER`) are data: see `exec_table.yaml`.
 
 use super::is_flag;
-
-/// Variables that make programs load code, find a different program, or run
-/// a command on their own (git's pager, diff and ssh hooks). Setting one
-/// before an allowed command could turn it into anything, so it is unparsed.
-pub(super) fn is_code_loading_variable(name: &str) -> bool {
-    const EXACT: &[&str] = &[
-        "PATH",
-        "BASH_ENV",
-        "ENV",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "PS4",
-        "PROMPT_COMMAND",
-        "IFS",
-        "PAGER",
-        "EDITOR",
-        "VISUAL",
-        "PERL5OPT",
-        "PERL5LIB",
-        "PYTHONPATH",
-        "PYTHONSTARTUP",
-        "NODE_OPTIONS",
-        "RUSTC_WRAPPER",
-        "RUSTC",
-        "CARGO_HOME",
-    ];
-    const PREFIXES: &[&str] = &["LD_", "DYLD_", "GIT_", "CARGO_TARGET_", "BASH_FUNC_"];
-    EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
-}
 
 /// Programs that run a script given with `-c` or on stdin.
 const SHELLS: &[&str] = &["bash", "sh", "dash", "zsh", "ksh"];
@@ -91,10 +62,10 @@ pub(super) fn shell_invocation(program: &str, words: &[String]) -> Option<ShellR
 pub(super) enum Unwrapped {
     NotWrapper,
     /// The wrapped command starts at `words[start]`; `assignments` are the
-    /// variable names the wrapper sets for it.
+    /// indices of the `NAME=value` words the wrapper sets for it.
     Inner {
         start: usize,
-        assignments: Vec<String>,
+        assignments: Vec<usize>,
     },
     /// A wrapper used in a way whose wrapped command we cannot find.
     Unknown(String),
@@ -295,9 +266,7 @@ pub(super) fn unwrap(program: &str, words: &[String]) -> Unwrapped {
             continue;
         }
         if spec.assignments && is_assignment(word) {
-            if let Some((name, _)) = word.split_once('=') {
-                assignments.push(name.to_string());
-            }
+            assignments.push(i);
             i += 1;
             continue;
         }
@@ -327,30 +296,4 @@ fn is_assignment(word: &str) -> bool {
         }
         None => false,
     }
-}
-
-/// `find` actions that run a command.
-pub(super) const FIND_EXEC: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
-
-/// The commands `find -exec CMD ... ;` runs, each reported like a command of
-/// its own because `find` is a wrapper for them.
-pub(super) fn find_exec_commands(words: &[String]) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut i = 1;
-    while i < words.len() {
-        if FIND_EXEC.contains(&words[i].as_str()) {
-            let start = i + 1;
-            let mut end = start;
-            while end < words.len() && words[end] != ";" && words[end] != "+" {
-                end += 1;
-            }
-            if end > start {
-                out.push((start, end));
-            }
-            i = end + 1;
-        } else {
-            i += 1;
-        }
-    }
-    out
 }
