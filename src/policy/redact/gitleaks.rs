@@ -24,7 +24,9 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::rules::{check_syntax, AllowTarget, AllowlistSpec, RedactRuleSpec, SecretGroup};
+use super::rules::{
+    check_syntax, AllowTarget, AllowlistSpec, KeywordScope, RedactRuleSpec, SecretGroup,
+};
 use super::syntax::ascii_perl_classes;
 use crate::config::parse::position_of;
 use crate::config::Position;
@@ -373,6 +375,8 @@ fn import_rule(
         entropy: rule.entropy.as_ref().map(|e| *e.get_ref()),
         allowlists,
         continuation: None,
+        // gitleaks asks only that a keyword occur in the text around a match.
+        keyword_scope: KeywordScope::Near,
     };
     if let Err(reason) = check_syntax(&spec) {
         let span = if reason.starts_with("entropy") {

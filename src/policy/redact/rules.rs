@@ -5,24 +5,21 @@
 //! Every compiled regex has a known longest match. That bound is what lets the
 //! scanner run a rule only in a window around its keyword hits, and lets a
 //! stream hold back a fixed amount of text: repetitions without an upper
-//! bound (`+`, `*`, `{n,}`) are capped at compile time (see [`MAX_MATCH_LEN`]).
+//! bound (`+`, `*`, `{n,}`) are capped at compile time, with an overflow
+//! that keeps redacting a secret longer than the cap (see `caps`).
 
 use std::sync::{Arc, OnceLock};
 
 use regex_automata::meta;
-use regex_syntax::hir::{Hir, HirKind};
+use regex_syntax::hir::Hir;
 
+use super::caps;
 use super::entropy::shannon_entropy;
 use super::syntax::{ascii_ast, ascii_perl_classes};
 
 /// The longest match any rule may have, in bytes. It bounds the window a rule
 /// runs in around a keyword and the text a stream holds back.
 pub const MAX_MATCH_LEN: usize = 4096;
-
-/// What an unbounded repetition is capped at, tried in order until the whole
-/// regex fits [`MAX_MATCH_LEN`] and its automaton the size limit. A secret
-/// longer than the cap is redacted up to the cap.
-const REPETITION_CAPS: &[u32] = &[256, 64, 16];
 
 /// Rule regexes are written by people and loaded at runtime; this caps the
 /// memory one rule can take, compiled and in the lazy DFA's cache.
@@ -119,7 +116,27 @@ pub struct RedactRuleSpec {
     pub allowlists: Vec<AllowlistSpec>,
     /// For block-shaped secrets: how the block goes on after the match.
     pub continuation: Option<Continuation>,
+    /// Where a keyword must be for a match to count.
+    pub keyword_scope: KeywordScope,
 }
+
+/// Where a rule's keyword must occur for a match of its regex to count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeywordScope {
+    /// In the match itself (toolgate's own rules: their keywords are literal
+    /// parts of the format).
+    #[default]
+    Match,
+    /// Anywhere within [`KEYWORD_CONTEXT`] bytes of the match's window
+    /// (gitleaks' rules: gitleaks asks only that the keyword be somewhere in
+    /// the text it scans, e.g. `sourcegraph: <token>`). Bounded, because a
+    /// stream has no end to look for it in.
+    Near,
+}
+
+/// How far beyond a rule's longest match a [`KeywordScope::Near`] keyword
+/// may be from where the match can start or end.
+pub const KEYWORD_CONTEXT: usize = 256;
 
 /// Why a rule could not be compiled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,12 +151,34 @@ pub struct RedactRuleError {
 /// matches within [`MAX_MATCH_LEN`].
 pub(super) struct Analyzed {
     hir: Hir,
-    /// Index into [`REPETITION_CAPS`] of the largest cap that fits; `None`
-    /// when the regex has no unbounded repetition to cap.
-    cap: Option<usize>,
-    /// Longest match under that cap: a bound on the built regex's longest
+    /// Each unbounded repetition's minimum and the extra it may take beyond
+    /// it (pre-order; see `caps`); empty when there is nothing to cap.
+    caps: Vec<(u32, u32)>,
+    /// Longest match under those caps: a bound on the built regex's longest
     /// match, known without building it.
     max_len: usize,
+}
+
+impl Analyzed {
+    fn capped(&self, extras: &[u32]) -> (Hir, Vec<u32>) {
+        let caps: Vec<u32> = self
+            .caps
+            .iter()
+            .zip(extras)
+            .map(|(&(min, _), &e)| min.saturating_add(e))
+            .collect();
+        (caps::cap(&self.hir, &caps, &mut 0), caps)
+    }
+}
+
+/// Halves each extra above [`caps::LEAST_EXTRA`]; `false` when none is left to lower.
+fn lower(extras: &mut [u32]) -> bool {
+    let mut lowered = false;
+    for e in extras.iter_mut().filter(|e| **e > caps::LEAST_EXTRA) {
+        *e = (*e / 2).max(caps::LEAST_EXTRA);
+        lowered = true;
+    }
+    lowered
 }
 
 /// Parses and checks `pattern` without compiling it: syntax, empty matches,
@@ -172,30 +211,35 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
         Some(n) if n <= MAX_MATCH_LEN => {
             return Ok(Analyzed {
                 hir,
-                cap: None,
+                caps: Vec::new(),
                 max_len: n,
             })
         }
         Some(n) => n,
         None => {
-            for (cap, &limit) in REPETITION_CAPS.iter().enumerate() {
-                let capped = cap_repetitions(hir.clone(), limit);
-                if let Some(max_len) = capped
-                    .properties()
-                    .maximum_len()
-                    .filter(|&n| n <= MAX_MATCH_LEN)
-                {
-                    return Ok(Analyzed {
-                        hir,
-                        cap: Some(cap),
-                        max_len,
-                    });
+            let hir = caps::bytewise(&hir);
+            let mut mins = Vec::new();
+            caps::unbounded(&hir, &mut mins);
+            let mut analyzed = Analyzed {
+                hir,
+                caps: mins.iter().map(|&m| (m, caps::FIRST_EXTRA)).collect(),
+                max_len: 0,
+            };
+            let mut extras = vec![caps::FIRST_EXTRA; mins.len()];
+            loop {
+                let max = analyzed.capped(&extras).0.properties().maximum_len();
+                match max {
+                    Some(n) if n <= MAX_MATCH_LEN => {
+                        for (c, e) in analyzed.caps.iter_mut().zip(&extras) {
+                            c.1 = *e;
+                        }
+                        analyzed.max_len = n;
+                        return Ok(analyzed);
+                    }
+                    _ if lower(&mut extras) => {}
+                    n => break n.unwrap_or(usize::MAX),
                 }
             }
-            cap_repetitions(hir, REPETITION_CAPS[REPETITION_CAPS.len() - 1])
-                .properties()
-                .maximum_len()
-                .unwrap_or(usize::MAX)
         }
     };
     Err(format!(
@@ -203,29 +247,81 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
     ))
 }
 
-/// Compiles an analyzed regex with the largest repetition cap whose automaton
-/// fits the size limit; returns it with its longest match (at most
-/// `analyzed.max_len`).
-pub(super) fn build(analyzed: &Analyzed) -> Result<(meta::Regex, usize), String> {
+/// A regex built under its caps.
+pub(super) struct Capped {
+    pub regex: meta::Regex,
+    /// Its longest match.
+    pub max_len: usize,
+    /// How a match of a secret that reached a cap goes on.
+    pub overflow: Option<Overflow>,
+    /// The smallest cap of a repetition outside the secret: a match that
+    /// needs more context than that is missed (`check` says so).
+    pub context_cap: Option<u32>,
+}
+
+/// A capped regex's overflow, built (see `caps`).
+pub(super) struct Overflow {
+    /// Finds a match's prefix that reached a cap.
+    pub finder: meta::Regex,
+    /// How the secret goes on from there.
+    pub block: CompiledBlock,
+}
+
+/// Compiles an analyzed regex with the largest repetition caps whose
+/// automaton fits the size limit; returns it with its longest match (at most
+/// `analyzed.max_len`) and, for a capped regex, its overflow.
+pub(super) fn build(analyzed: &Analyzed) -> Result<Capped, String> {
     let too_large = "regex is too large; simplify it".to_string();
-    let Some(first) = analyzed.cap else {
+    if analyzed.caps.is_empty() {
         return match build_hir(&analyzed.hir) {
-            Ok(regex) => Ok((regex, analyzed.max_len)),
+            Ok(regex) => Ok(Capped {
+                regex,
+                max_len: analyzed.max_len,
+                overflow: None,
+                context_cap: None,
+            }),
             Err(None) => Err(too_large),
             Err(Some(invalid)) => Err(invalid),
         };
-    };
-    for &limit in &REPETITION_CAPS[first..] {
-        let capped = cap_repetitions(analyzed.hir.clone(), limit);
+    }
+    let mut extras: Vec<u32> = analyzed.caps.iter().map(|c| c.1).collect();
+    loop {
+        let (capped, caps) = analyzed.capped(&extras);
         let max_len = capped.properties().maximum_len().unwrap_or(usize::MAX);
-        match build_hir(&capped) {
-            Ok(regex) => return Ok((regex, max_len)),
-            // A smaller cap makes a smaller automaton: `.{0,256}` is big.
-            Err(None) => {}
+        let built = build_hir(&capped).and_then(|regex| {
+            let Some(o) = caps::overflow(&analyzed.hir, &caps) else {
+                return Ok((regex, None));
+            };
+            let block = CompiledBlock {
+                piece_max: o.piece.properties().maximum_len().unwrap_or(usize::MAX),
+                piece: build_hir(&o.piece)?,
+                footer_max: o.footer.properties().maximum_len().unwrap_or(0),
+                footer: build_hir(&o.footer)?,
+                footer_first: o.footer_first,
+            };
+            Ok((
+                regex,
+                Some(Overflow {
+                    finder: build_hir(&o.finder)?,
+                    block,
+                }),
+            ))
+        });
+        match built {
+            Ok((regex, overflow)) => {
+                return Ok(Capped {
+                    regex,
+                    max_len,
+                    overflow,
+                    context_cap: caps::context_caps(&analyzed.hir, &caps).into_iter().min(),
+                })
+            }
+            // Smaller caps make smaller automata.
+            Err(None) if lower(&mut extras) => {}
+            Err(None) => return Err(too_large),
             Err(Some(invalid)) => return Err(invalid),
         }
     }
-    Err(too_large)
 }
 
 /// The automata for `hir`; `Err(None)` when they are over the size limit.
@@ -244,33 +340,6 @@ fn build_hir(hir: &Hir) -> Result<meta::Regex, Option<String>> {
                 .is_none()
                 .then(|| format!("invalid regex: {}", syntax_summary(&e.to_string())))
         })
-}
-
-/// Rewrites `x*`, `x+` and `x{n,}` as `x{0,cap}`, `x{1,cap}` and `x{n,max(n,cap)}`.
-fn cap_repetitions(hir: Hir, cap: u32) -> Hir {
-    match hir.into_kind() {
-        HirKind::Repetition(mut rep) => {
-            rep.sub = Box::new(cap_repetitions(*rep.sub, cap));
-            if rep.max.is_none() {
-                rep.max = Some(rep.min.max(cap));
-            }
-            Hir::repetition(rep)
-        }
-        HirKind::Capture(mut c) => {
-            c.sub = Box::new(cap_repetitions(*c.sub, cap));
-            Hir::capture(c)
-        }
-        HirKind::Concat(subs) => {
-            Hir::concat(subs.into_iter().map(|h| cap_repetitions(h, cap)).collect())
-        }
-        HirKind::Alternation(subs) => {
-            Hir::alternation(subs.into_iter().map(|h| cap_repetitions(h, cap)).collect())
-        }
-        HirKind::Empty => Hir::empty(),
-        HirKind::Literal(lit) => Hir::literal(lit.0),
-        HirKind::Class(class) => Hir::class(class),
-        HirKind::Look(look) => Hir::look(look),
-    }
 }
 
 /// The regex crate prints the pattern with a caret under the error and the
@@ -408,6 +477,10 @@ pub(super) struct CompiledBlock {
     pub piece_max: usize,
     pub footer: meta::Regex,
     pub footer_max: usize,
+    /// `true`: the footer is tried before each piece and ends the block (a
+    /// private key's END line); `false`: pieces go on while they match, then
+    /// the footer is tried once and taken if it matches.
+    pub footer_first: bool,
 }
 
 /// What building a rule's regex gives: the automata, and how far its matches reach.
@@ -416,6 +489,11 @@ pub(super) struct Built {
     /// Longest match in bytes: the half-width of the window around a keyword.
     pub max_len: usize,
     pub block: Option<CompiledBlock>,
+    /// For a regex with capped repetitions: how a match that reached a cap
+    /// goes on.
+    pub overflow: Option<Overflow>,
+    /// See [`Capped::context_cap`].
+    pub context_cap: Option<u32>,
     /// Why the automaton could not be built, in which case `regex` is
     /// [`fail_closed_regex`] and every window of the rule is redacted whole.
     pub error: Option<String>,
@@ -436,6 +514,11 @@ pub(super) struct CompiledRule {
     /// smaller repetition cap; where it must not depend on whether the rule
     /// was built yet (a stream's hold-back), this is used.
     pub bound: usize,
+    /// How much wider than the longest match a window around a keyword is:
+    /// [`KEYWORD_CONTEXT`] for [`KeywordScope::Near`], else 0.
+    pub context: usize,
+    /// Whether a match must contain a keyword itself.
+    keyword_in_match: bool,
     regex: Analyzed,
     block: Option<(Analyzed, Analyzed)>,
     built: OnceLock<Built>,
@@ -515,6 +598,11 @@ pub(super) fn compile_rule(
         entropy: spec.entropy,
         allowlists,
         bound: analyzed.max_len,
+        context: match spec.keyword_scope {
+            KeywordScope::Near if !spec.keywords.is_empty() => KEYWORD_CONTEXT,
+            _ => 0,
+        },
+        keyword_in_match: spec.keyword_scope == KeywordScope::Match,
         regex: analyzed,
         block,
         built: OnceLock::new(),
@@ -547,6 +635,8 @@ impl CompiledRule {
                 regex: fail_closed_regex(),
                 max_len: self.bound,
                 block: None,
+                overflow: None,
+                context_cap: None,
                 error: Some(error),
             },
         })
@@ -567,24 +657,27 @@ impl CompiledRule {
     }
 
     fn build(&self) -> Result<Built, String> {
-        let (regex, max_len) = build(&self.regex)?;
+        let main = build(&self.regex)?;
         let block = match &self.block {
             None => None,
             Some((piece, footer)) => {
-                let (piece, piece_max) = build(piece)?;
-                let (footer, footer_max) = build(footer)?;
+                let piece = build(piece)?;
+                let footer = build(footer)?;
                 Some(CompiledBlock {
-                    piece,
-                    piece_max,
-                    footer,
-                    footer_max,
+                    piece: piece.regex,
+                    piece_max: piece.max_len,
+                    footer: footer.regex,
+                    footer_max: footer.max_len,
+                    footer_first: true,
                 })
             }
         };
         Ok(Built {
-            regex,
-            max_len,
+            regex: main.regex,
+            max_len: main.max_len,
             block,
+            overflow: main.overflow,
+            context_cap: main.context_cap,
             error: None,
         })
     }
@@ -603,7 +696,7 @@ impl CompiledRule {
             return Some((start, end));
         }
         let whole = &text[start..end];
-        if !self.keywords.is_empty() && !contains_keyword(whole.as_bytes(), &self.keywords) {
+        if !self.keyword_holds(whole) {
             return None;
         }
         let (s, e) = match self.group {
@@ -630,6 +723,29 @@ impl CompiledRule {
             return None;
         }
         Some((s, e))
+    }
+
+    /// What to redact of an overflow finder's match `[start, end)` (see
+    /// `caps`): all of it, when the keyword condition holds. No entropy or
+    /// allowlist: the finder has no groups to test them on, and a secret too
+    /// long for the regex's caps errs toward being redacted.
+    pub fn overflow_secret(&self, text: &str, start: usize, end: usize) -> Option<(usize, usize)> {
+        self.keyword_holds(&text[start..end])
+            .then_some((start, end))
+    }
+
+    /// The keyword condition on a match: for [`KeywordScope::Near`] the
+    /// scanner only runs the rule near its keywords, which is the condition.
+    fn keyword_holds(&self, whole: &str) -> bool {
+        !self.keyword_in_match
+            || self.keywords.is_empty()
+            || contains_keyword(whole.as_bytes(), &self.keywords)
+    }
+
+    /// Half the width of the window a keyword hit opens: the longest match
+    /// plus the keyword context.
+    pub fn reach(&self) -> usize {
+        self.built().max_len + self.context
     }
 
     /// Whether the rule needs capture groups to find its secret.

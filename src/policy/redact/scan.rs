@@ -11,7 +11,9 @@
 //! - a match counts when it contains one of the rule's keywords and its
 //!   secret passes the entropy threshold and allowlists;
 //! - a block rule (private keys) continues after its match, piece by piece,
-//!   until its footer or a piece fails;
+//!   until its footer or a piece fails; so does a match of a rule with capped
+//!   repetitions that reached a cap (see `caps`), which is found by the
+//!   rule's overflow finder when that matches no later than the regex;
 //! - a rule is built when its first window opens (see
 //!   [`CompiledRule::built`]); one that cannot be built matches its windows
 //!   whole, so they are redacted.
@@ -52,6 +54,9 @@ struct RuleState {
     next: usize,
     /// Inside a block: where its next piece starts.
     block: Option<usize>,
+    /// Whether that block is the overflow of a capped repetition rather
+    /// than the rule's own continuation.
+    overflowing: bool,
     caps: Option<Captures>,
 }
 
@@ -148,7 +153,9 @@ impl Scanner {
             let earliest = match (state.block, state.intervals.front()) {
                 (Some(piece), _) => piece,
                 (None, Some(&(start, _))) => state.next.max(start),
-                (None, None) => state.next.max(self.keyword_pos.saturating_sub(rule.bound)),
+                (None, None) => state
+                    .next
+                    .max(self.keyword_pos.saturating_sub(rule.bound + rule.context)),
             };
             frontier = frontier.min(earliest);
         }
@@ -158,7 +165,7 @@ impl Scanner {
     /// Records a keyword hit of `rule` at `at`, building the rule if this is
     /// its first (the window's width is its regex's longest match).
     fn hit(&mut self, r: &Redactor, rule: usize, at: usize) {
-        let reach = r.rules[rule].built().max_len;
+        let reach = r.rules[rule].reach();
         let (start, end) = (at.saturating_sub(reach), at.saturating_add(reach));
         let intervals = &mut self.states[rule].intervals;
         match intervals.back_mut() {
@@ -186,7 +193,8 @@ impl Scanner {
             let last = state.intervals.len() == 1;
             let is_final = view.eof
                 || !last
-                || (!compiled.keywords.is_empty() && self.keyword_pos.saturating_sub(reach) > end);
+                || (!compiled.keywords.is_empty()
+                    && self.keyword_pos.saturating_sub(compiled.reach()) > end);
             state.next = state.next.max(start);
             let bound = end.min(view.end);
             if state.next >= bound {
@@ -196,7 +204,10 @@ impl Scanner {
                 }
                 return;
             }
-            let Some((m_start, m_end)) = self.search(compiled, rule, view, bound) else {
+            let found = self.search(compiled, rule, view, bound);
+            let overflow = self.search_overflow(compiled, rule, view, bound, found);
+            let found = overflow.or(found);
+            let Some((m_start, m_end)) = found else {
                 let state = &mut self.states[rule];
                 if is_final {
                     state.next = bound;
@@ -213,12 +224,18 @@ impl Scanner {
                 state.next = state.next.max(bound.saturating_sub(reach));
                 return;
             }
-            let secret = compiled.secret(
-                view.buf,
-                m_start - view.base,
-                m_end - view.base,
-                &self.groups,
-            );
+            let secret = if overflow.is_some() {
+                // The secret goes on past the cap: the whole prefix is
+                // redacted (it has no groups) and the overflow takes the rest.
+                compiled.overflow_secret(view.buf, m_start - view.base, m_end - view.base)
+            } else {
+                compiled.secret(
+                    view.buf,
+                    m_start - view.base,
+                    m_end - view.base,
+                    &self.groups,
+                )
+            };
             let state = &mut self.states[rule];
             state.next = m_end;
             if let Some((s, e)) = secret {
@@ -228,8 +245,12 @@ impl Scanner {
                     rule: rule as u32,
                     joins: compiled.fails_closed(),
                 });
-                if compiled.built().block.is_some() {
+                if overflow.is_some() {
                     state.block = Some(m_end);
+                    state.overflowing = true;
+                } else if compiled.built().block.is_some() {
+                    state.block = Some(m_end);
+                    state.overflowing = false;
                 }
             }
         }
@@ -247,9 +268,11 @@ impl Scanner {
         let state = &mut self.states[rule];
         let input = Input::new(view.buf.as_bytes()).span(state.next - view.base..bound - view.base);
         let regex = &compiled.built().regex;
+        let buf = view.buf;
         if !compiled.needs_groups() {
             let m = regex.search(&input)?;
-            return Some((view.base + m.start(), view.base + m.end()));
+            let (s, e) = widen(buf, m.start(), m.end());
+            return Some((view.base + s, view.base + e));
         }
         let caps = state.caps.get_or_insert_with(|| regex.create_captures());
         regex.search_captures(&input, caps);
@@ -257,9 +280,33 @@ impl Scanner {
         self.groups.clear();
         for g in 1..caps.group_len() {
             self.groups
-                .push(caps.get_group(g).map(|s| (s.start, s.end)));
+                .push(caps.get_group(g).map(|s| widen(buf, s.start, s.end)));
         }
-        Some((view.base + m.start(), view.base + m.end()))
+        let (s, e) = widen(buf, m.start(), m.end());
+        Some((view.base + s, view.base + e))
+    }
+
+    /// The leftmost match of `rule`'s overflow finder in `next..bound`, when
+    /// the rule has one and it starts no later than `found` (the regex's
+    /// own match): a repetition reached its cap there.
+    fn search_overflow(
+        &mut self,
+        compiled: &CompiledRule,
+        rule: usize,
+        view: View<'_>,
+        bound: usize,
+        found: Option<(usize, usize)>,
+    ) -> Option<(usize, usize)> {
+        let overflow = compiled.built().overflow.as_ref()?;
+        let state = &self.states[rule];
+        let input = Input::new(view.buf.as_bytes()).span(state.next - view.base..bound - view.base);
+        let m = overflow.finder.search(&input)?;
+        let (s, e) = widen(view.buf, m.start(), m.end());
+        let (s, e) = (view.base + s, view.base + e);
+        match found {
+            Some((start, _)) if start < s => None,
+            _ => Some((s, e)),
+        }
     }
 
     /// Takes a block's pieces as far as the text decides them. Returns
@@ -271,11 +318,17 @@ impl Scanner {
         view: View<'_>,
         spans: &mut Vec<Span>,
     ) -> bool {
-        let Some(block) = &compiled.built().block else {
-            self.states[rule].block = None;
+        let state = &mut self.states[rule];
+        let built = compiled.built();
+        let block = if state.overflowing {
+            built.overflow.as_ref().map(|o| &o.block)
+        } else {
+            built.block.as_ref()
+        };
+        let Some(block) = block else {
+            state.block = None;
             return true;
         };
-        let state = &mut self.states[rule];
         while let Some(at) = state.block {
             let anchored = |re: &regex_automata::meta::Regex, max: usize| {
                 if !view.eof && view.end - at <= max {
@@ -286,17 +339,35 @@ impl Scanner {
                     .anchored(Anchored::Yes);
                 Ok(re
                     .search(&input)
-                    .map(|m| view.base + m.end())
+                    .map(|m| view.base + widen(view.buf, m.start(), m.end()).1)
                     .filter(|&e| e > at))
             };
-            let Ok(footer) = anchored(&block.footer, block.footer_max) else {
+            let (first, first_max, then, then_max) = if block.footer_first {
+                (
+                    &block.footer,
+                    block.footer_max,
+                    &block.piece,
+                    block.piece_max,
+                )
+            } else {
+                (
+                    &block.piece,
+                    block.piece_max,
+                    &block.footer,
+                    block.footer_max,
+                )
+            };
+            // Footer first: a footer ends the block, a piece continues it.
+            // Piece first: a piece continues it; after the last one, a
+            // footer that follows is taken too, and ends it.
+            let Ok(hit) = anchored(first, first_max) else {
                 return false;
             };
-            let (end, more) = match footer {
-                Some(end) => (end, false),
-                None => match anchored(&block.piece, block.piece_max) {
+            let (end, more) = match hit {
+                Some(end) => (end, !block.footer_first),
+                None => match anchored(then, then_max) {
                     Err(()) => return false,
-                    Ok(Some(end)) => (end, true),
+                    Ok(Some(end)) => (end, block.footer_first),
                     Ok(None) => {
                         state.block = None;
                         state.next = state.next.max(at);
@@ -315,4 +386,16 @@ impl Scanner {
         }
         true
     }
+}
+
+/// `start..end` of `buf` widened to character boundaries: a byte class (see
+/// `caps`) can stop inside a character, and then the whole character goes.
+fn widen(buf: &str, mut start: usize, mut end: usize) -> (usize, usize) {
+    while !buf.is_char_boundary(start) {
+        start -= 1;
+    }
+    while !buf.is_char_boundary(end) {
+        end += 1;
+    }
+    (start, end)
 }

@@ -1,0 +1,375 @@
+//! Unbounded repetitions (`+`, `*`, `{n,}`) made bounded without losing the
+//! tail of a long secret.
+//!
+//! The scanner needs every regex to have a longest match (it runs a rule in a
+//! window around its keywords, and a stream holds back that much text), so
+//! each unbounded repetition gets a cap, chosen per repetition: its minimum
+//! plus [`FIRST_EXTRA`], lowered only as far as the whole regex needs to fit
+//! [`MAX_MATCH_LEN`](super::MAX_MATCH_LEN) and the automaton size limit. A cap
+//! alone would change what a rule means: `ey…{17,}\.` stops matching a JWT
+//! whose payload is longer than the cap, and `ops_eyJ…{250,}` redacts a
+//! token's first few hundred characters and leaves the rest. So a capped rule
+//! also gets an *overflow*:
+//!
+//! - a finder: every prefix of a match that ends with some capped repetition
+//!   having reached its cap. Where it matches (no later than the rule's own
+//!   match), the secret is taken to go on, whatever follows: erring toward
+//!   redacting more;
+//! - a continuation that keeps matching with the same repetition (piece by
+//!   piece, so a secret of any length streams in constant memory), then takes
+//!   what the regex has after that repetition (up to the end of its capture
+//!   group) if it follows. For lazy repetitions (`[\s\S]{64,}?KEY-----`) that
+//!   suffix is looked for before each piece, so the block ends at the first
+//!   `KEY-----` as the regex would.
+//!
+//! `.` and `[\s\S]` become byte classes when a regex has caps: as Unicode
+//! classes they compile to large UTF-8 automata that forced tiny caps. A match
+//! may then end inside a character; the scanner widens it to the character's
+//! end (more is redacted, never less).
+
+use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repetition};
+
+use super::rules::MAX_MATCH_LEN;
+
+/// How many repetitions beyond its minimum an unbounded repetition may take
+/// at first; halved (per repetition) while the regex is too large.
+pub(super) const FIRST_EXTRA: u32 = 256;
+
+/// The least extra a cap is lowered to; below that the regex is too large.
+pub(super) const LEAST_EXTRA: u32 = 16;
+
+/// Repetitions one piece of an overflow continuation takes at most.
+const PIECE_REPS: u32 = 256;
+
+/// The unbounded repetitions' minimums, in pre-order (the order [`cap`] uses).
+pub(super) fn unbounded(hir: &Hir, out: &mut Vec<u32>) {
+    match hir.kind() {
+        HirKind::Repetition(rep) => {
+            if rep.max.is_none() {
+                out.push(rep.min);
+            }
+            unbounded(&rep.sub, out);
+        }
+        HirKind::Capture(c) => unbounded(&c.sub, out),
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => {
+            subs.iter().for_each(|s| unbounded(s, out))
+        }
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_) => {}
+    }
+}
+
+fn count(hir: &Hir) -> usize {
+    let mut v = Vec::new();
+    unbounded(hir, &mut v);
+    v.len()
+}
+
+/// `hir` with its `i`-th unbounded repetition (from `*next` on, pre-order)
+/// capped at `max(min, caps[i])`.
+pub(super) fn cap(hir: &Hir, caps: &[u32], next: &mut usize) -> Hir {
+    match hir.kind() {
+        HirKind::Repetition(rep) => {
+            let mut rep = rep.clone();
+            if rep.max.is_none() {
+                let c = caps.get(*next).copied().unwrap_or(rep.min);
+                *next += 1;
+                rep.max = Some(rep.min.max(c));
+            }
+            rep.sub = Box::new(cap(&rep.sub, caps, next));
+            Hir::repetition(rep)
+        }
+        HirKind::Capture(c) => {
+            let mut c = c.clone();
+            c.sub = Box::new(cap(&c.sub, caps, next));
+            Hir::capture(c)
+        }
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(|h| cap(h, caps, next)).collect()),
+        HirKind::Alternation(subs) => {
+            Hir::alternation(subs.iter().map(|h| cap(h, caps, next)).collect())
+        }
+        _ => hir.clone(),
+    }
+}
+
+/// `hir` with every class that takes any non-ASCII character (`.`, `[\s\S]`,
+/// `[^"]`) turned into a byte class: same ASCII, any byte above it. Small
+/// automata for large repetitions of "anything"; see the module docs for the
+/// consequence on match boundaries.
+pub(super) fn bytewise(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Class(Class::Unicode(u)) => {
+            let all_non_ascii = u
+                .ranges()
+                .iter()
+                .any(|r| r.start() <= '\u{80}' && r.end() == '\u{10FFFF}');
+            if !all_non_ascii {
+                return hir.clone();
+            }
+            let mut ranges: Vec<ClassBytesRange> = u
+                .ranges()
+                .iter()
+                .filter(|r| (r.start() as u32) < 0x80)
+                .map(|r| ClassBytesRange::new(r.start() as u8, (r.end() as u32).min(0x7f) as u8))
+                .collect();
+            ranges.push(ClassBytesRange::new(0x80, 0xff));
+            Hir::class(Class::Bytes(ClassBytes::new(ranges)))
+        }
+        HirKind::Repetition(rep) => {
+            let mut rep = rep.clone();
+            rep.sub = Box::new(bytewise(&rep.sub));
+            Hir::repetition(rep)
+        }
+        HirKind::Capture(c) => {
+            let mut c = c.clone();
+            c.sub = Box::new(bytewise(&c.sub));
+            Hir::capture(c)
+        }
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(bytewise).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(bytewise).collect()),
+        _ => hir.clone(),
+    }
+}
+
+/// `hir` without capture groups (the overflow regexes are separate automata;
+/// their groups would mean nothing).
+fn strip(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Capture(c) => strip(&c.sub),
+        HirKind::Repetition(rep) => {
+            let mut rep = rep.clone();
+            rep.sub = Box::new(strip(&rep.sub));
+            Hir::repetition(rep)
+        }
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(strip).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(strip).collect()),
+        _ => hir.clone(),
+    }
+}
+
+/// The regexes of a capped rule's overflow (see the module docs), as HIR.
+pub(super) struct OverflowHir {
+    /// Prefixes of a match that end with a capped repetition at its cap.
+    pub finder: Hir,
+    /// One piece of the continuation: the capped repetitions' bodies, repeated.
+    pub piece: Hir,
+    /// What ends the continuation: lazy, the body up to the suffix; greedy,
+    /// the suffix alone (tried once, after the last piece).
+    pub footer: Hir,
+    /// Whether `footer` is tried before each piece (lazy repetitions).
+    pub footer_first: bool,
+}
+
+/// The overflow of `hir` (already [`bytewise`]) under `caps`; `None` when it
+/// has no unbounded repetition.
+///
+/// Only repetitions inside the secret count: inside a capture group when the
+/// regex has any (gitleaks' secret is a group), else anywhere. A capped
+/// repetition of context (`curl\b.*-u`) reaching its cap says nothing about
+/// a secret; such a match is missed instead ([`context_caps`] reports it).
+pub(super) fn overflow(hir: &Hir, caps: &[u32]) -> Option<OverflowHir> {
+    let whole = hir.properties().explicit_captures_len() == 0;
+    let finder = finder(hir, 0, caps, whole)?;
+    let mut found = Vec::new();
+    suffixes(hir, 0, caps, &Hir::empty(), whole, &mut found);
+    let bodies: Vec<Hir> = found.iter().map(|f| f.body.clone()).collect();
+    let body = Hir::alternation(bodies);
+    let body_max = body
+        .properties()
+        .maximum_len()
+        .unwrap_or(MAX_MATCH_LEN)
+        .max(1);
+    let reps = (MAX_MATCH_LEN / body_max).clamp(1, PIECE_REPS as usize) as u32;
+    let piece = Hir::repetition(Repetition {
+        min: 1,
+        max: Some(reps),
+        greedy: true,
+        sub: Box::new(body.clone()),
+    });
+    let suffixes: Vec<Hir> = found
+        .iter()
+        .map(|f| f.suffix.clone())
+        .filter(|s| s.properties().maximum_len() != Some(0))
+        .collect();
+    let lazy = found.iter().all(|f| !f.greedy) && !suffixes.is_empty();
+    let suffix = if suffixes.is_empty() {
+        Hir::fail()
+    } else {
+        Hir::alternation(suffixes)
+    };
+    let footer = if lazy {
+        Hir::concat(vec![
+            Hir::repetition(Repetition {
+                min: 0,
+                max: Some(reps),
+                greedy: false,
+                sub: Box::new(body),
+            }),
+            suffix,
+        ])
+    } else {
+        suffix
+    };
+    Some(OverflowHir {
+        finder,
+        piece,
+        footer,
+        footer_first: lazy,
+    })
+}
+
+/// Every prefix of a match of `hir` that ends with one of its unbounded
+/// repetitions (numbered from `first`) at exactly its cap; captures stripped.
+fn finder(hir: &Hir, first: usize, caps: &[u32], secret: bool) -> Option<Hir> {
+    match hir.kind() {
+        HirKind::Repetition(rep) => {
+            let (own, inner_first) = if rep.max.is_none() {
+                (secret.then_some(first), first + 1)
+            } else {
+                (None, first)
+            };
+            let mut next = inner_first;
+            let body = strip(&cap(&rep.sub, caps, &mut next));
+            let at_cap = |n: u32| {
+                Hir::repetition(Repetition {
+                    min: n,
+                    max: Some(n),
+                    greedy: true,
+                    sub: Box::new(body.clone()),
+                })
+            };
+            let mut alts = Vec::new();
+            let limit = match (rep.max, caps.get(first)) {
+                (None, Some(&c)) => rep.min.max(c),
+                (max, _) => max.unwrap_or(rep.min),
+            };
+            if own.is_some() {
+                alts.push(at_cap(limit));
+            }
+            if let Some(inner) = finder(&rep.sub, inner_first, caps, secret) {
+                alts.push(Hir::concat(vec![
+                    Hir::repetition(Repetition {
+                        min: 0,
+                        max: Some(limit.saturating_sub(1)),
+                        greedy: true,
+                        sub: Box::new(body.clone()),
+                    }),
+                    inner,
+                ]));
+            }
+            (!alts.is_empty()).then(|| Hir::alternation(alts))
+        }
+        HirKind::Capture(c) => finder(&c.sub, first, caps, true),
+        HirKind::Concat(subs) => {
+            let mut alts = Vec::new();
+            let mut prefix = Vec::new();
+            let mut at = first;
+            for sub in subs {
+                if let Some(f) = finder(sub, at, caps, secret) {
+                    let mut parts = prefix.clone();
+                    parts.push(f);
+                    alts.push(Hir::concat(parts));
+                }
+                let mut next = at;
+                prefix.push(strip(&cap(sub, caps, &mut next)));
+                at = next;
+            }
+            (!alts.is_empty()).then(|| Hir::alternation(alts))
+        }
+        HirKind::Alternation(subs) => {
+            let mut alts = Vec::new();
+            let mut at = first;
+            for sub in subs {
+                if let Some(f) = finder(sub, at, caps, secret) {
+                    alts.push(f);
+                }
+                at += count(sub);
+            }
+            (!alts.is_empty()).then(|| Hir::alternation(alts))
+        }
+        _ => None,
+    }
+}
+
+/// A capped repetition's body, what follows it, and its greediness.
+struct Found {
+    body: Hir,
+    suffix: Hir,
+    greedy: bool,
+}
+
+/// For each unbounded repetition in `hir` (numbered from `first`): its body
+/// and what follows it up to the end of the innermost capture group around
+/// it (`after` is what follows `hir` itself in that scope); captures stripped.
+fn suffixes(
+    hir: &Hir,
+    first: usize,
+    caps: &[u32],
+    after: &Hir,
+    secret: bool,
+    out: &mut Vec<Found>,
+) {
+    match hir.kind() {
+        HirKind::Repetition(rep) => {
+            let inner_first = first + usize::from(rep.max.is_none());
+            if rep.max.is_none() && secret {
+                let mut next = inner_first;
+                out.push(Found {
+                    body: strip(&cap(&rep.sub, caps, &mut next)),
+                    suffix: after.clone(),
+                    greedy: rep.greedy,
+                });
+            }
+            suffixes(&rep.sub, inner_first, caps, after, secret, out);
+        }
+        HirKind::Capture(c) => suffixes(&c.sub, first, caps, &Hir::empty(), true, out),
+        HirKind::Concat(subs) => {
+            let mut at = first;
+            for (i, sub) in subs.iter().enumerate() {
+                let mut next = at + count(sub);
+                let start = next;
+                let mut rest: Vec<Hir> = subs[i + 1..]
+                    .iter()
+                    .map(|s| strip(&cap(s, caps, &mut next)))
+                    .collect();
+                rest.push(after.clone());
+                suffixes(sub, at, caps, &Hir::concat(rest), secret, out);
+                at = start;
+            }
+        }
+        HirKind::Alternation(subs) => {
+            let mut at = first;
+            for sub in subs {
+                suffixes(sub, at, caps, after, secret, out);
+                at += count(sub);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The caps of unbounded repetitions outside the secret (see [`overflow`]),
+/// in pre-order: a match needing more of them is missed.
+pub(super) fn context_caps(hir: &Hir, caps: &[u32]) -> Vec<u32> {
+    fn walk(hir: &Hir, next: &mut usize, caps: &[u32], secret: bool, out: &mut Vec<u32>) {
+        match hir.kind() {
+            HirKind::Repetition(rep) => {
+                if rep.max.is_none() {
+                    if !secret {
+                        out.extend(caps.get(*next));
+                    }
+                    *next += 1;
+                }
+                walk(&rep.sub, next, caps, secret, out);
+            }
+            HirKind::Capture(c) => walk(&c.sub, next, caps, true, out),
+            HirKind::Concat(subs) | HirKind::Alternation(subs) => {
+                subs.iter().for_each(|s| walk(s, next, caps, secret, out))
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    let whole = hir.properties().explicit_captures_len() == 0;
+    walk(hir, &mut 0, caps, whole, &mut out);
+    out
+}
