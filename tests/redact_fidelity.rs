@@ -7,7 +7,7 @@
 //! the output, in order. Secrets are generated, not written out (a literal
 //! token would trip secret scanners on this repository): `<<KIND LEN>>` in a
 //! text becomes LEN characters of KIND (`alnum`, `b64`, `b64url`, `hex`,
-//! `upper`, `lower`, `digits`, or `pem`: LEN lines of 64 base64 characters).
+//! `upper`, `lower`, `digits`, `b32`, or `pem`: LEN lines of 64 base64 characters).
 //! Each generated value must be gone from the output entirely (no 12
 //! characters of it left), unless written `<<KIND LEN keep>>`: then it must
 //! survive untouched. Every case is also streamed in several chunk sizes,
@@ -75,6 +75,7 @@ fn generate(kind: &str, len: usize, seed: &mut u64) -> String {
         "upper" => "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
         "lower" => "abcdefghijklmnopqrstuvwxyz0123456789",
         "digits" => "0123456789",
+        "b32" => "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567",
         "pem" => {
             let lines: Vec<String> = (0..len).map(|_| generate("b64", 64, seed)).collect();
             return lines.join("\n");

@@ -20,6 +20,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
+mod allowlist;
+mod bounded;
 mod builtin;
 mod caps;
 mod entropy;
@@ -37,12 +39,13 @@ pub use builtin::default_rules;
 pub use entropy::shannon_entropy;
 pub use rules::{
     AllowTarget, AllowlistSpec, Continuation, KeywordScope, RedactRuleError, RedactRuleSpec,
-    SecretGroup, KEYWORD_CONTEXT, MAX_MATCH_LEN,
+    SecretGroup, KEYWORD_CONTEXT, LINE_CONTEXT, MAX_MATCH_LEN,
 };
 pub use stream::{redact_io, StreamRedactor};
 
+use allowlist::Allowlist;
 use prefilter::Keywords;
-use rules::{check_rule, check_syntax, compile_rule, Allowlist, CompiledRule};
+use rules::{check_rule, check_syntax, compile_rule, CompiledRule};
 use scan::{Scanner, Span};
 use stream::{sort_spans, Emitter};
 
@@ -300,7 +303,17 @@ impl Redactor {
             .map(|r| 2 * (r.bound + r.context))
             .max()
             .unwrap_or(0);
-        longest + self.keywords.as_ref().map_or(0, Keywords::max_len)
+        longest + self.keywords.as_ref().map_or(0, Keywords::max_len) + self.look_behind()
+    }
+
+    /// Text a stream keeps before its frontier: enough for `\b` and `^`,
+    /// or for the line of a match when a rule has a line allowlist.
+    pub(crate) fn look_behind(&self) -> usize {
+        if self.rules.iter().any(|r| r.needs_line) {
+            LINE_CONTEXT
+        } else {
+            stream::LOOK_BEHIND
+        }
     }
 
     fn spans(&self, text: &str) -> Vec<Span> {

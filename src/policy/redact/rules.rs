@@ -8,25 +8,15 @@
 //! bound (`+`, `*`, `{n,}`) are capped at compile time, with an overflow
 //! that keeps redacting a secret longer than the cap (see `caps`).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use regex_automata::meta;
-use regex_syntax::hir::Hir;
 
-use super::caps;
+use super::allowlist::{line_around, Allowlist};
+pub use super::allowlist::{AllowTarget, AllowlistSpec, LINE_CONTEXT};
+pub use super::bounded::MAX_MATCH_LEN;
+use super::bounded::{analyze, build, Analyzed, Overflow};
 use super::entropy::shannon_entropy;
-use super::syntax::{ascii_ast, ascii_perl_classes};
-
-/// The longest match any rule may have, in bytes. It bounds the window a rule
-/// runs in around a keyword and the text a stream holds back.
-pub const MAX_MATCH_LEN: usize = 4096;
-
-/// Rule regexes are written by people and loaded at runtime; this caps the
-/// memory one rule can take, compiled and in the lazy DFA's cache.
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
-
-/// Regex syntax errors can run to several lines; a diagnostic stays on one.
-const MAX_ERROR_MESSAGE_LEN: usize = 200;
 
 /// Which part of a match is the secret, replaced by `[REDACTED:id]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,38 +38,6 @@ impl From<usize> for SecretGroup {
         } else {
             SecretGroup::Index(n)
         }
-    }
-}
-
-/// What an allowlist's regexes are matched against.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum AllowTarget {
-    /// The secret (the capture group, or the whole match).
-    #[default]
-    Secret,
-    /// The whole match, context included.
-    Match,
-}
-
-/// Findings that are not secrets: a finding is dropped when the allowlist applies.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct AllowlistSpec {
-    /// Regexes (regex-crate syntax); one matching anywhere in the target applies.
-    pub regexes: Vec<String>,
-    /// Words; the secret containing one (ignoring ASCII case) applies.
-    pub stopwords: Vec<String>,
-    /// What `regexes` are matched against.
-    pub target: AllowTarget,
-    /// `true`: every kind of check given must apply (gitleaks `condition = "AND"`);
-    /// `false`: any one of them.
-    pub require_all: bool,
-}
-
-impl AllowlistSpec {
-    /// Whether the allowlist compiles: its regexes (built, so a regex too
-    /// large is an error too), its stopwords.
-    pub fn check(&self) -> Result<(), String> {
-        Allowlist::compile(self)?.build_now()
     }
 }
 
@@ -147,330 +105,6 @@ pub struct RedactRuleError {
     pub message: String,
 }
 
-/// A regex after the checks: its HIR and the repetition caps that keep its
-/// matches within [`MAX_MATCH_LEN`].
-pub(super) struct Analyzed {
-    hir: Hir,
-    /// Each unbounded repetition's minimum and the extra it may take beyond
-    /// it (pre-order; see `caps`); empty when there is nothing to cap.
-    caps: Vec<(u32, u32)>,
-    /// Longest match under those caps: a bound on the built regex's longest
-    /// match, known without building it.
-    max_len: usize,
-}
-
-impl Analyzed {
-    fn capped(&self, extras: &[u32]) -> (Hir, Vec<u32>) {
-        let caps: Vec<u32> = self
-            .caps
-            .iter()
-            .zip(extras)
-            .map(|(&(min, _), &e)| min.saturating_add(e))
-            .collect();
-        (caps::cap(&self.hir, &caps, &mut 0), caps)
-    }
-}
-
-/// Halves each extra above [`caps::LEAST_EXTRA`]; `false` when none is left to lower.
-fn lower(extras: &mut [u32]) -> bool {
-    let mut lowered = false;
-    for e in extras.iter_mut().filter(|e| **e > caps::LEAST_EXTRA) {
-        *e = (*e / 2).max(caps::LEAST_EXTRA);
-        lowered = true;
-    }
-    lowered
-}
-
-/// Parses and checks `pattern` without compiling it: syntax, empty matches,
-/// the secret group, and the length bound. Cheap enough for every load.
-pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, String> {
-    if pattern.is_empty() {
-        return Err("regex is empty".to_string());
-    }
-    // The regex crate's own parser, with the ASCII classes put in between
-    // parsing and translating (what `ascii_perl_classes` would print).
-    let ast = ascii_ast(pattern).map_err(|e| format!("invalid regex: {e}"))?;
-    let hir = regex_syntax::hir::translate::Translator::new()
-        .translate(pattern, &ast)
-        .map_err(|e| format!("invalid regex: {}", syntax_summary(&e.to_string())))?;
-    let props = hir.properties();
-    if props.minimum_len() == Some(0) {
-        return Err("regex matches the empty string (it would redact everywhere)".to_string());
-    }
-    let groups = props.explicit_captures_len();
-    if let SecretGroup::Index(n) = group {
-        if n > groups {
-            return Err(format!(
-                "secret_group {n} does not exist: the regex has {groups} capture group{}",
-                if groups == 1 { "" } else { "s" }
-            ));
-        }
-    }
-    let longest = match props.maximum_len() {
-        // Bounded already (every built-in rule): nothing to cap.
-        Some(n) if n <= MAX_MATCH_LEN => {
-            return Ok(Analyzed {
-                hir,
-                caps: Vec::new(),
-                max_len: n,
-            })
-        }
-        Some(n) => n,
-        None => {
-            let hir = caps::bytewise(&hir);
-            let mut mins = Vec::new();
-            caps::unbounded(&hir, &mut mins);
-            let mut analyzed = Analyzed {
-                hir,
-                caps: mins.iter().map(|&m| (m, caps::FIRST_EXTRA)).collect(),
-                max_len: 0,
-            };
-            let mut extras = vec![caps::FIRST_EXTRA; mins.len()];
-            loop {
-                let max = analyzed.capped(&extras).0.properties().maximum_len();
-                match max {
-                    Some(n) if n <= MAX_MATCH_LEN => {
-                        for (c, e) in analyzed.caps.iter_mut().zip(&extras) {
-                            c.1 = *e;
-                        }
-                        analyzed.max_len = n;
-                        return Ok(analyzed);
-                    }
-                    _ if lower(&mut extras) => {}
-                    n => break n.unwrap_or(usize::MAX),
-                }
-            }
-        }
-    };
-    Err(format!(
-        "regex is too large; simplify it (a match can be {longest} bytes long, the limit is {MAX_MATCH_LEN})"
-    ))
-}
-
-/// A regex built under its caps.
-pub(super) struct Capped {
-    pub regex: meta::Regex,
-    /// Its longest match.
-    pub max_len: usize,
-    /// How a match of a secret that reached a cap goes on.
-    pub overflow: Option<Overflow>,
-    /// The smallest cap of a repetition outside the secret: a match that
-    /// needs more context than that is missed (`check` says so).
-    pub context_cap: Option<u32>,
-}
-
-/// A capped regex's overflow, built (see `caps`).
-pub(super) struct Overflow {
-    /// Finds a match's prefix that reached a cap.
-    pub finder: meta::Regex,
-    /// How the secret goes on from there.
-    pub block: CompiledBlock,
-}
-
-/// Compiles an analyzed regex with the largest repetition caps whose
-/// automaton fits the size limit; returns it with its longest match (at most
-/// `analyzed.max_len`) and, for a capped regex, its overflow.
-pub(super) fn build(analyzed: &Analyzed) -> Result<Capped, String> {
-    let too_large = "regex is too large; simplify it".to_string();
-    if analyzed.caps.is_empty() {
-        return match build_hir(&analyzed.hir) {
-            Ok(regex) => Ok(Capped {
-                regex,
-                max_len: analyzed.max_len,
-                overflow: None,
-                context_cap: None,
-            }),
-            Err(None) => Err(too_large),
-            Err(Some(invalid)) => Err(invalid),
-        };
-    }
-    let mut extras: Vec<u32> = analyzed.caps.iter().map(|c| c.1).collect();
-    loop {
-        let (capped, caps) = analyzed.capped(&extras);
-        let max_len = capped.properties().maximum_len().unwrap_or(usize::MAX);
-        let built = build_hir(&capped).and_then(|regex| {
-            let Some(o) = caps::overflow(&analyzed.hir, &caps) else {
-                return Ok((regex, None));
-            };
-            let block = CompiledBlock {
-                piece_max: o.piece.properties().maximum_len().unwrap_or(usize::MAX),
-                piece: build_hir(&o.piece)?,
-                footer_max: o.footer.properties().maximum_len().unwrap_or(0),
-                footer: build_hir(&o.footer)?,
-                footer_first: o.footer_first,
-            };
-            Ok((
-                regex,
-                Some(Overflow {
-                    finder: build_hir(&o.finder)?,
-                    block,
-                }),
-            ))
-        });
-        match built {
-            Ok((regex, overflow)) => {
-                return Ok(Capped {
-                    regex,
-                    max_len,
-                    overflow,
-                    context_cap: caps::context_caps(&analyzed.hir, &caps).into_iter().min(),
-                })
-            }
-            // Smaller caps make smaller automata.
-            Err(None) if lower(&mut extras) => {}
-            Err(None) => return Err(too_large),
-            Err(Some(invalid)) => return Err(invalid),
-        }
-    }
-}
-
-/// The automata for `hir`; `Err(None)` when they are over the size limit.
-fn build_hir(hir: &Hir) -> Result<meta::Regex, Option<String>> {
-    meta::Builder::new()
-        .configure(
-            meta::Config::new()
-                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                .dfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                .onepass_size_limit(Some(REGEX_SIZE_LIMIT))
-                .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
-        )
-        .build_from_hir(hir)
-        .map_err(|e| {
-            e.size_limit()
-                .is_none()
-                .then(|| format!("invalid regex: {}", syntax_summary(&e.to_string())))
-        })
-}
-
-/// The regex crate prints the pattern with a caret under the error and the
-/// reason on a line starting `error:`; a one-line diagnostic needs the reason.
-pub(super) fn syntax_summary(detail: &str) -> String {
-    let reason = detail
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("error:"))
-        .or_else(|| {
-            detail
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.starts_with("regex parse error"))
-        })
-        .unwrap_or("unknown error")
-        .trim();
-    if reason.len() <= MAX_ERROR_MESSAGE_LEN {
-        return reason.to_string();
-    }
-    let mut cut = MAX_ERROR_MESSAGE_LEN;
-    while !reason.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &reason[..cut])
-}
-
-/// A checked allowlist. Its regexes are built the first time a finding
-/// reaches it: most texts have no finding at all, and an imported gitleaks
-/// config carries dozens of allowlist regexes (building them was 90% of the
-/// first redaction with gitleaks' default config). Clones share the build.
-#[derive(Clone)]
-pub(super) struct Allowlist {
-    /// The regexes, with ASCII `\d \w \s \b` made explicit.
-    patterns: Arc<[String]>,
-    /// Built on first use; `None` when one is over the size limit, and then
-    /// the allowlist never applies (the finding stays redacted).
-    regexes: Arc<OnceLock<Option<Vec<regex::Regex>>>>,
-    stopwords: Vec<String>,
-    target: AllowTarget,
-    require_all: bool,
-}
-
-impl Allowlist {
-    /// Checks the spec (regex syntax, stopwords) without building anything.
-    pub(super) fn compile(spec: &AllowlistSpec) -> Result<Allowlist, String> {
-        let mut patterns = Vec::new();
-        for r in &spec.regexes {
-            let ascii = ascii_perl_classes(r).map_err(|e| format!("allowlist regex `{r}`: {e}"))?;
-            regex_syntax::ParserBuilder::new()
-                .build()
-                .parse(&ascii)
-                .map_err(|e| {
-                    format!("allowlist regex `{r}`: {}", syntax_summary(&e.to_string()))
-                })?;
-            patterns.push(ascii);
-        }
-        if spec.stopwords.iter().any(String::is_empty) {
-            return Err("allowlist stopwords must not be empty strings".to_string());
-        }
-        Ok(Allowlist {
-            patterns: patterns.into(),
-            regexes: Arc::new(OnceLock::new()),
-            stopwords: spec.stopwords.iter().map(|w| w.to_lowercase()).collect(),
-            target: spec.target,
-            require_all: spec.require_all,
-        })
-    }
-
-    /// Builds the regexes now; the error names the one that is too large.
-    pub(super) fn build_now(&self) -> Result<(), String> {
-        if self.regexes().is_some() {
-            return Ok(());
-        }
-        let too_large = self
-            .patterns
-            .iter()
-            .find(|p| build_allow_regex(p).is_err())
-            .map_or(String::new(), |p| p.clone());
-        Err(format!(
-            "allowlist regex `{too_large}` is too large; simplify it"
-        ))
-    }
-
-    /// Whether the regexes have been built (or found unbuildable).
-    #[cfg(test)]
-    pub(super) fn is_built(&self) -> bool {
-        self.regexes.get().is_some()
-    }
-
-    fn regexes(&self) -> Option<&[regex::Regex]> {
-        self.regexes
-            .get_or_init(|| {
-                self.patterns
-                    .iter()
-                    .map(|p| build_allow_regex(p).ok())
-                    .collect()
-            })
-            .as_deref()
-    }
-
-    /// Whether the finding is allowed (not a secret).
-    fn allows(&self, secret: &str, whole: &str) -> bool {
-        let target = match self.target {
-            AllowTarget::Secret => secret,
-            AllowTarget::Match => whole,
-        };
-        // An allowlist whose regexes cannot be built never applies.
-        let regex_hit = || {
-            self.regexes()
-                .is_some_and(|regexes| regexes.iter().any(|r| r.is_match(target)))
-        };
-        let stop_hit = || {
-            let lower = secret.to_lowercase();
-            self.stopwords.iter().any(|w| lower.contains(w.as_str()))
-        };
-        let (has_regex, has_stop) = (!self.patterns.is_empty(), !self.stopwords.is_empty());
-        if self.require_all {
-            (has_regex || has_stop) && (!has_regex || regex_hit()) && (!has_stop || stop_hit())
-        } else {
-            (has_regex && regex_hit()) || (has_stop && stop_hit())
-        }
-    }
-}
-
-fn build_allow_regex(pattern: &str) -> Result<regex::Regex, regex::Error> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .dfa_size_limit(REGEX_SIZE_LIMIT)
-        .build()
-}
-
 /// A block's body matchers.
 pub(super) struct CompiledBlock {
     pub piece: meta::Regex,
@@ -519,6 +153,9 @@ pub(super) struct CompiledRule {
     pub context: usize,
     /// Whether a match must contain a keyword itself.
     keyword_in_match: bool,
+    /// Whether an allowlist tests the match's line: the scanner then needs
+    /// [`LINE_CONTEXT`] bytes (or a line end) on each side of a match.
+    pub needs_line: bool,
     regex: Analyzed,
     block: Option<(Analyzed, Analyzed)>,
     built: OnceLock<Built>,
@@ -587,6 +224,7 @@ pub(super) fn compile_rule(
             analyze(&c.footer, SecretGroup::Whole)?,
         )),
     };
+    let needs_line = allowlists.iter().any(|a| a.target == AllowTarget::Line);
     Ok(CompiledRule {
         id: spec.id.clone(),
         keywords: spec
@@ -603,6 +241,7 @@ pub(super) fn compile_rule(
             _ => 0,
         },
         keyword_in_match: spec.keyword_scope == KeywordScope::Match,
+        needs_line,
         regex: analyzed,
         block,
         built: OnceLock::new(),
@@ -719,7 +358,12 @@ impl CompiledRule {
                 return None;
             }
         }
-        if self.allowlists.iter().any(|a| a.allows(secret, whole)) {
+        let line = || line_around(text, start, end).to_string();
+        if self
+            .allowlists
+            .iter()
+            .any(|a| a.allows(secret, whole, &line))
+        {
             return None;
         }
         Some((s, e))

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input};
 
-use super::rules::CompiledRule;
+use super::rules::{CompiledRule, LINE_CONTEXT};
 use super::Redactor;
 
 /// One secret's byte range and the rule that found it.
@@ -223,6 +223,14 @@ impl Scanner {
                 let state = &mut self.states[rule];
                 state.next = state.next.max(bound.saturating_sub(reach));
                 return;
+            }
+            // A line allowlist needs the match's line: wait for its end
+            // (or LINE_CONTEXT bytes), so every split decides alike.
+            if !view.eof && compiled.needs_line && overflow.is_none() {
+                let after = &view.buf.as_bytes()[m_end - view.base..];
+                if after.len() < LINE_CONTEXT && !after.contains(&b'\n') {
+                    return;
+                }
             }
             let secret = if overflow.is_some() {
                 // The secret goes on past the cap: the whole prefix is
