@@ -43,14 +43,17 @@ impl Analyzed {
     }
 }
 
-/// Halves each extra above [`caps::LEAST_EXTRA`]; `false` when none is left to lower.
+/// Halves the largest extras (down to [`caps::LEAST_EXTRA`]); `false` when
+/// none is left to lower.
 fn lower(extras: &mut [u32]) -> bool {
-    let mut lowered = false;
-    for e in extras.iter_mut().filter(|e| **e > caps::LEAST_EXTRA) {
+    // The largest first: a long context cap gives way before a secret's.
+    let Some(&top) = extras.iter().max().filter(|&&m| m > caps::LEAST_EXTRA) else {
+        return false;
+    };
+    for e in extras.iter_mut().filter(|e| **e == top) {
         *e = (*e / 2).max(caps::LEAST_EXTRA);
-        lowered = true;
     }
-    lowered
+    true
 }
 
 /// Parses and checks `pattern` without compiling it: syntax, empty matches,
@@ -92,12 +95,21 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
             let hir = caps::bytewise(&hir);
             let mut mins = Vec::new();
             caps::unbounded(&hir, &mut mins);
+            let mut extras: Vec<u32> = caps::in_secret(&hir)
+                .into_iter()
+                .map(|secret| {
+                    if secret {
+                        caps::FIRST_EXTRA
+                    } else {
+                        caps::FIRST_CONTEXT_EXTRA
+                    }
+                })
+                .collect();
             let mut analyzed = Analyzed {
                 hir,
-                caps: mins.iter().map(|&m| (m, caps::FIRST_EXTRA)).collect(),
+                caps: mins.iter().zip(&extras).map(|(&m, &e)| (m, e)).collect(),
                 max_len: 0,
             };
-            let mut extras = vec![caps::FIRST_EXTRA; mins.len()];
             loop {
                 let max = analyzed.capped(&extras).0.properties().maximum_len();
                 match max {

@@ -31,9 +31,15 @@ use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repeti
 
 use super::rules::MAX_MATCH_LEN;
 
-/// How many repetitions beyond its minimum an unbounded repetition may take
-/// at first; halved (per repetition) while the regex is too large.
+/// How many repetitions beyond its minimum an unbounded repetition inside
+/// the secret may take at first; halved (per repetition) while the regex is
+/// too large. Past it the overflow takes over, so it need not be large.
 pub(super) const FIRST_EXTRA: u32 = 256;
+
+/// The same for a repetition outside the secret (`curl\b.*` before `-u`,
+/// a host name before a webhook path): no overflow continues it, so it gets
+/// as much of the match length budget as fits.
+pub(super) const FIRST_CONTEXT_EXTRA: u32 = 2048;
 
 /// The least extra a cap is lowered to; below that the regex is too large.
 pub(super) const LEAST_EXTRA: u32 = 16;
@@ -347,29 +353,36 @@ fn suffixes(
     }
 }
 
-/// The caps of unbounded repetitions outside the secret (see [`overflow`]),
-/// in pre-order: a match needing more of them is missed.
-pub(super) fn context_caps(hir: &Hir, caps: &[u32]) -> Vec<u32> {
-    fn walk(hir: &Hir, next: &mut usize, caps: &[u32], secret: bool, out: &mut Vec<u32>) {
+/// For each unbounded repetition (pre-order): whether it is inside the
+/// secret (see [`overflow`]).
+pub(super) fn in_secret(hir: &Hir) -> Vec<bool> {
+    fn walk(hir: &Hir, secret: bool, out: &mut Vec<bool>) {
         match hir.kind() {
             HirKind::Repetition(rep) => {
                 if rep.max.is_none() {
-                    if !secret {
-                        out.extend(caps.get(*next));
-                    }
-                    *next += 1;
+                    out.push(secret);
                 }
-                walk(&rep.sub, next, caps, secret, out);
+                walk(&rep.sub, secret, out);
             }
-            HirKind::Capture(c) => walk(&c.sub, next, caps, true, out),
+            HirKind::Capture(c) => walk(&c.sub, true, out),
             HirKind::Concat(subs) | HirKind::Alternation(subs) => {
-                subs.iter().for_each(|s| walk(s, next, caps, secret, out))
+                subs.iter().for_each(|s| walk(s, secret, out))
             }
             _ => {}
         }
     }
     let mut out = Vec::new();
-    let whole = hir.properties().explicit_captures_len() == 0;
-    walk(hir, &mut 0, caps, whole, &mut out);
+    walk(hir, hir.properties().explicit_captures_len() == 0, &mut out);
     out
+}
+
+/// The caps of unbounded repetitions outside the secret (see [`overflow`]),
+/// in pre-order: a match needing more of them is missed.
+pub(super) fn context_caps(hir: &Hir, caps: &[u32]) -> Vec<u32> {
+    in_secret(hir)
+        .into_iter()
+        .zip(caps)
+        .filter(|(secret, _)| !secret)
+        .map(|(_, &c)| c)
+        .collect()
 }
