@@ -295,8 +295,10 @@ impl Scanner {
     }
 
     /// The leftmost match of `rule`'s overflow finder in `next..bound`, when
-    /// the rule has one and it starts no later than `found` (the regex's
-    /// own match): a repetition reached its cap there.
+    /// the rule has one and a repetition reached its cap there: the regex's
+    /// own match (`found`) starts later, or starts there and covers the
+    /// finder's match (a lazy `[\s\S]{64,}?` that stopped at its suffix
+    /// covers less, and is a whole match).
     fn search_overflow(
         &mut self,
         compiled: &CompiledRule,
@@ -313,6 +315,7 @@ impl Scanner {
         let (s, e) = (view.base + s, view.base + e);
         match found {
             Some((start, _)) if start < s => None,
+            Some((start, end)) if start == s && end < e => None,
             _ => Some((s, e)),
         }
     }
