@@ -187,7 +187,10 @@ fn bench(c: &mut Criterion) {
         .expect("the stock config's rules load");
     let imported = imported.get();
     let found = imported.redact(&with_secrets).matches("[REDACTED:").count();
-    assert!(found >= SIZE / SECRET_EVERY, "only {found} redactions with the stock config");
+    assert!(
+        found >= SIZE / SECRET_EVERY,
+        "only {found} redactions with the stock config"
+    );
 
     let naive_rules = naive_rules();
     let mut g = c.benchmark_group("redact");

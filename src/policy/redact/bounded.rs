@@ -95,16 +95,7 @@ pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, Str
             let hir = caps::bytewise(&hir);
             let mut mins = Vec::new();
             caps::unbounded(&hir, &mut mins);
-            let mut extras: Vec<u32> = caps::in_secret(&hir)
-                .into_iter()
-                .map(|secret| {
-                    if secret {
-                        caps::FIRST_EXTRA
-                    } else {
-                        caps::FIRST_CONTEXT_EXTRA
-                    }
-                })
-                .collect();
+            let mut extras = vec![caps::FIRST_EXTRA; mins.len()];
             let mut analyzed = Analyzed {
                 hir,
                 caps: mins.iter().zip(&extras).map(|(&m, &e)| (m, e)).collect(),
@@ -147,8 +138,13 @@ pub(super) struct Capped {
 pub(super) struct Overflow {
     /// Finds a match's prefix that reached a cap.
     pub finder: meta::Regex,
+    /// The finder's longest match.
+    pub max_len: usize,
     /// How the secret goes on from there.
     pub block: CompiledBlock,
+    /// Bytes, and how many of them in a row, a finder's match needs: where
+    /// no such run is, the finder is not run (most windows).
+    pub run: (Box<[bool; 256]>, usize),
 }
 
 /// Compiles an analyzed regex with the largest repetition caps whose
@@ -186,8 +182,10 @@ pub(super) fn build(analyzed: &Analyzed) -> Result<Capped, String> {
             Ok((
                 regex,
                 Some(Overflow {
+                    max_len: o.finder.properties().maximum_len().unwrap_or(usize::MAX),
                     finder: build_hir(&o.finder)?,
                     block,
+                    run: o.run,
                 }),
             ))
         });

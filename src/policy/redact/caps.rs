@@ -27,19 +27,17 @@
 //! may then end inside a character; the scanner widens it to the character's
 //! end (more is redacted, never less).
 
-use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repetition};
+use regex_syntax::hir::{Capture, Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repetition};
 
 use super::rules::MAX_MATCH_LEN;
 
-/// How many repetitions beyond its minimum an unbounded repetition inside
-/// the secret may take at first; halved (per repetition) while the regex is
-/// too large. Past it the overflow takes over, so it need not be large.
+/// How many repetitions beyond its minimum an unbounded repetition may take
+/// at first; the largest are halved while the regex is too large. Inside the
+/// secret the overflow takes over past it, so it need not be large; around
+/// the secret (`curl\b.*` before `-u`) a longer match is missed, and `check`
+/// says so. Larger caps there would widen every window of the rule (with a
+/// common keyword such as `secret`, most of a text).
 pub(super) const FIRST_EXTRA: u32 = 256;
-
-/// The same for a repetition outside the secret (`curl\b.*` before `-u`,
-/// a host name before a webhook path): no overflow continues it, so it gets
-/// as much of the match length budget as fits.
-pub(super) const FIRST_CONTEXT_EXTRA: u32 = 2048;
 
 /// The least extra a cap is lowered to; below that the regex is too large.
 pub(super) const LEAST_EXTRA: u32 = 16;
@@ -154,7 +152,8 @@ fn strip(hir: &Hir) -> Hir {
 
 /// The regexes of a capped rule's overflow (see the module docs), as HIR.
 pub(super) struct OverflowHir {
-    /// Prefixes of a match that end with a capped repetition at its cap.
+    /// Prefixes of a match that end with a capped repetition at its cap;
+    /// with group 1 around the secret's part when the regex has one group.
     pub finder: Hir,
     /// One piece of the continuation: the capped repetitions' bodies, repeated.
     pub piece: Hir,
@@ -163,6 +162,72 @@ pub(super) struct OverflowHir {
     pub footer: Hir,
     /// Whether `footer` is tried before each piece (lazy repetitions).
     pub footer_first: bool,
+    /// A cheap necessary condition for `finder` to match: a run of at least
+    /// `run.1` bytes, each one of `run.0`'s (a repetition at its cap).
+    pub run: (Box<[bool; 256]>, usize),
+}
+
+/// The bytes a match of `hir` can contain.
+fn bytes_of(hir: &Hir, set: &mut [bool; 256]) {
+    match hir.kind() {
+        HirKind::Literal(l) => l.0.iter().for_each(|&b| set[b as usize] = true),
+        HirKind::Class(Class::Unicode(u)) => {
+            for r in u.ranges() {
+                for c in (r.start() as u32)..=(r.end() as u32).min(0x7f) {
+                    set[c as usize] = true;
+                }
+                if r.end() as u32 > 0x7f {
+                    set[0x80..].iter_mut().for_each(|b| *b = true);
+                }
+            }
+        }
+        HirKind::Class(Class::Bytes(b)) => {
+            for r in b.ranges() {
+                for c in r.start()..=r.end() {
+                    set[c as usize] = true;
+                }
+            }
+        }
+        HirKind::Repetition(rep) => bytes_of(&rep.sub, set),
+        HirKind::Capture(c) => bytes_of(&c.sub, set),
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => {
+            subs.iter().for_each(|s| bytes_of(s, set))
+        }
+        HirKind::Empty | HirKind::Look(_) => {}
+    }
+}
+
+/// Whether `text` has a run of at least `len` bytes from `set`.
+///
+/// Looks at every `len`-th byte only: a run that long covers one of them,
+/// and from there it is measured both ways. Code has short runs of token
+/// characters, so this costs about `text.len() / len` lookups.
+pub(super) fn has_run(text: &[u8], set: &[bool; 256], len: usize) -> bool {
+    if len <= 1 {
+        return text.iter().any(|&b| set[b as usize]) || len == 0;
+    }
+    let member = |i: usize| set[text[i] as usize];
+    let mut p = len - 1;
+    while p < text.len() {
+        if !member(p) {
+            p += len;
+            continue;
+        }
+        let mut lo = p;
+        while lo > 0 && member(lo - 1) && p + 1 - lo < len {
+            lo -= 1;
+        }
+        let mut hi = p + 1;
+        while hi < text.len() && member(hi) && hi - lo < len {
+            hi += 1;
+        }
+        if hi - lo >= len {
+            return true;
+        }
+        // The run ends before `hi`; any later one starts after it.
+        p = hi + len;
+    }
+    false
 }
 
 /// The overflow of `hir` (already [`bytewise`]) under `caps`; `None` when it
@@ -174,7 +239,8 @@ pub(super) struct OverflowHir {
 /// a secret; such a match is missed instead ([`context_caps`] reports it).
 pub(super) fn overflow(hir: &Hir, caps: &[u32]) -> Option<OverflowHir> {
     let whole = hir.properties().explicit_captures_len() == 0;
-    let finder = finder(hir, 0, caps, whole)?;
+    let groups = hir.properties().explicit_captures_len();
+    let finder = finder(hir, 0, caps, whole, groups == 1)?;
     let mut found = Vec::new();
     suffixes(hir, 0, caps, &Hir::empty(), whole, &mut found);
     let bodies: Vec<Hir> = found.iter().map(|f| f.body.clone()).collect();
@@ -215,17 +281,27 @@ pub(super) fn overflow(hir: &Hir, caps: &[u32]) -> Option<OverflowHir> {
     } else {
         suffix
     };
+    let mut set = Box::new([false; 256]);
+    for f in &found {
+        bytes_of(&f.body, &mut set);
+    }
+    let run = found
+        .iter()
+        .map(|f| f.cap as usize * f.body.properties().minimum_len().unwrap_or(0))
+        .min()
+        .unwrap_or(0);
     Some(OverflowHir {
         finder,
         piece,
         footer,
         footer_first: lazy,
+        run: (set, run),
     })
 }
 
 /// Every prefix of a match of `hir` that ends with one of its unbounded
 /// repetitions (numbered from `first`) at exactly its cap; captures stripped.
-fn finder(hir: &Hir, first: usize, caps: &[u32], secret: bool) -> Option<Hir> {
+fn finder(hir: &Hir, first: usize, caps: &[u32], secret: bool, single_group: bool) -> Option<Hir> {
     match hir.kind() {
         HirKind::Repetition(rep) => {
             let (own, inner_first) = if rep.max.is_none() {
@@ -251,7 +327,7 @@ fn finder(hir: &Hir, first: usize, caps: &[u32], secret: bool) -> Option<Hir> {
             if own.is_some() {
                 alts.push(at_cap(limit));
             }
-            if let Some(inner) = finder(&rep.sub, inner_first, caps, secret) {
+            if let Some(inner) = finder(&rep.sub, inner_first, caps, secret, single_group) {
                 alts.push(Hir::concat(vec![
                     Hir::repetition(Repetition {
                         min: 0,
@@ -264,13 +340,27 @@ fn finder(hir: &Hir, first: usize, caps: &[u32], secret: bool) -> Option<Hir> {
             }
             (!alts.is_empty()).then(|| Hir::alternation(alts))
         }
-        HirKind::Capture(c) => finder(&c.sub, first, caps, true),
+        // With one group (the secret), the finder keeps it, so the context
+        // before the secret is not redacted with it. It then occurs in one
+        // alternative only: the other prefixes are stripped.
+        HirKind::Capture(c) => {
+            let f = finder(&c.sub, first, caps, true, single_group)?;
+            Some(if single_group {
+                Hir::capture(Capture {
+                    index: 1,
+                    name: None,
+                    sub: Box::new(f),
+                })
+            } else {
+                f
+            })
+        }
         HirKind::Concat(subs) => {
             let mut alts = Vec::new();
             let mut prefix = Vec::new();
             let mut at = first;
             for sub in subs {
-                if let Some(f) = finder(sub, at, caps, secret) {
+                if let Some(f) = finder(sub, at, caps, secret, single_group) {
                     let mut parts = prefix.clone();
                     parts.push(f);
                     alts.push(Hir::concat(parts));
@@ -285,7 +375,7 @@ fn finder(hir: &Hir, first: usize, caps: &[u32], secret: bool) -> Option<Hir> {
             let mut alts = Vec::new();
             let mut at = first;
             for sub in subs {
-                if let Some(f) = finder(sub, at, caps, secret) {
+                if let Some(f) = finder(sub, at, caps, secret, single_group) {
                     alts.push(f);
                 }
                 at += count(sub);
@@ -301,6 +391,8 @@ struct Found {
     body: Hir,
     suffix: Hir,
     greedy: bool,
+    /// The repetition's cap.
+    cap: u32,
 }
 
 /// For each unbounded repetition in `hir` (numbered from `first`): its body
@@ -323,6 +415,7 @@ fn suffixes(
                     body: strip(&cap(&rep.sub, caps, &mut next)),
                     suffix: after.clone(),
                     greedy: rep.greedy,
+                    cap: caps.get(first).map_or(rep.min, |&c| rep.min.max(c)),
                 });
             }
             suffixes(&rep.sub, inner_first, caps, after, secret, out);

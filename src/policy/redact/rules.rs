@@ -369,13 +369,20 @@ impl CompiledRule {
         Some((s, e))
     }
 
-    /// What to redact of an overflow finder's match `[start, end)` (see
-    /// `caps`): all of it, when the keyword condition holds. No entropy or
+    /// What to redact of an overflow finder's match `[start, end)` whose
+    /// secret starts at `secret` (see `caps`): from there on, when the
+    /// keyword condition holds. No entropy or
     /// allowlist: the finder has no groups to test them on, and a secret too
     /// long for the regex's caps errs toward being redacted.
-    pub fn overflow_secret(&self, text: &str, start: usize, end: usize) -> Option<(usize, usize)> {
+    pub fn overflow_secret(
+        &self,
+        text: &str,
+        start: usize,
+        secret: usize,
+        end: usize,
+    ) -> Option<(usize, usize)> {
         self.keyword_holds(&text[start..end])
-            .then_some((start, end))
+            .then_some((secret, end))
     }
 
     /// The keyword condition on a match: for [`KeywordScope::Near`] the

@@ -67,6 +67,8 @@ pub(super) struct Scanner {
     keyword_pos: usize,
     states: Vec<RuleState>,
     groups: Vec<Option<(usize, usize)>>,
+    /// Where the secret of the last overflow finder match starts.
+    overflow_start: usize,
 }
 
 /// The part of the text the scanner can see in one call.
@@ -96,6 +98,7 @@ impl Scanner {
             keyword_pos: 0,
             states,
             groups: Vec::new(),
+            overflow_start: 0,
         }
     }
 
@@ -235,7 +238,12 @@ impl Scanner {
             let secret = if overflow.is_some() {
                 // The secret goes on past the cap: the whole prefix is
                 // redacted (it has no groups) and the overflow takes the rest.
-                compiled.overflow_secret(view.buf, m_start - view.base, m_end - view.base)
+                compiled.overflow_secret(
+                    view.buf,
+                    m_start - view.base,
+                    self.overflow_start - view.base,
+                    m_end - view.base,
+                )
             } else {
                 compiled.secret(
                     view.buf,
@@ -309,14 +317,36 @@ impl Scanner {
     ) -> Option<(usize, usize)> {
         let overflow = compiled.built().overflow.as_ref()?;
         let state = &self.states[rule];
-        let input = Input::new(view.buf.as_bytes()).span(state.next - view.base..bound - view.base);
-        let m = overflow.finder.search(&input)?;
+        // A finder match counts only if it starts by the regex's own match,
+        // so it ends within the finder's reach of that start.
+        let end = match found {
+            Some((start, _)) => bound.min(start + overflow.max_len),
+            None => bound,
+        };
+        let span = state.next - view.base..end - view.base;
+        // A repetition at its cap is a long run of its bytes: without one,
+        // no finder match (a byte loop, much cheaper than the automaton).
+        let (set, len) = &overflow.run;
+        if !super::caps::has_run(&view.buf.as_bytes()[span.clone()], set, *len) {
+            return None;
+        }
+        let input = Input::new(view.buf.as_bytes()).span(span);
+        let mut caps = overflow.finder.create_captures();
+        overflow.finder.search_captures(&input, &mut caps);
+        let m = caps.get_match()?;
         let (s, e) = widen(view.buf, m.start(), m.end());
         let (s, e) = (view.base + s, view.base + e);
         match found {
             Some((start, _)) if start < s => None,
             Some((start, end)) if start == s && end < e => None,
-            _ => Some((s, e)),
+            _ => {
+                // Where the secret starts: its group, else the whole match.
+                let secret = caps
+                    .get_group(1)
+                    .map_or(s, |g| view.base + widen(view.buf, g.start, g.end).0);
+                self.overflow_start = secret;
+                Some((s, e))
+            }
         }
     }
 
