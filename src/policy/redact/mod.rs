@@ -10,7 +10,9 @@
 //! ([`Redactor::redact`]) and streams ([`Redactor::stream`]) and gives the
 //! same result for any split of a text into chunks.
 //!
-//! Modules: [`rules`] (specs, regex bounds, entropy and allowlists),
+//! Modules: [`rules`] (specs, entropy, the compiled rule), `bounded`
+//! (regexes checked and built under caps), `caps` (per-repetition caps and
+//! the overflow that keeps a long secret redacted), `allowlist`,
 //! `prefilter` (keywords) with its SIMD first stage `fingerprint`, `scan`
 //! (the windowed search), [`stream`],
 //! [`gitleaks`] (importing gitleaks configs), `builtin` (the default set).

@@ -3,13 +3,16 @@
 //!
 //! Semantics, the same for a whole text and any split of it:
 //! - a keyword hit at `k` opens a window `[k - L, k + L]` for each rule
-//!   listing the keyword, where `L` is the rule's longest match; overlapping
+//!   listing the keyword, where `L` is the rule's longest match (plus
+//!   `KEYWORD_CONTEXT` for imported gitleaks rules); overlapping
 //!   windows of one rule merge into an interval. A rule without keywords has
 //!   one interval, the whole text;
 //! - in each interval the rule's regex runs leftmost-first, match after
 //!   match, with the text around the interval visible to `\b`, `^` and `$`;
-//! - a match counts when it contains one of the rule's keywords and its
-//!   secret passes the entropy threshold and allowlists;
+//! - a match counts when it contains one of the rule's keywords (an
+//!   imported rule's: when it lies in such a window) and its secret passes
+//!   the entropy threshold and allowlists (a line allowlist waits for the
+//!   match's line end, up to `LINE_CONTEXT` bytes);
 //! - a block rule (private keys) continues after its match, piece by piece,
 //!   until its footer or a piece fails; so does a match of a rule with capped
 //!   repetitions that reached a cap (see `caps`), which is found by the
