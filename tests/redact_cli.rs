@@ -189,7 +189,7 @@ fn an_imported_rule_too_large_to_build_fails_closed() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let (before, after) = ("x".repeat(1000), "y".repeat(1000));
+    let (before, after) = ("x".repeat(1500), "y".repeat(1500));
     let input = format!("{before} k=abc {after}\n");
     child
         .stdin
@@ -199,11 +199,38 @@ fn an_imported_rule_too_large_to_build_fails_closed() {
         .unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0));
-    // Its regex reaches 2 + 3 * 300 bytes from the keyword, at 1001.
+    // Its regex reaches 2 + 3 * 300 bytes from the keyword, at 1501, and
+    // an imported rule's window is wider by the keyword context.
+    let reach = 902 + toolgate::policy::redact::KEYWORD_CONTEXT;
     let expected = format!(
         "{}[REDACTED:huge-automaton]{}",
-        &input[..1001 - 902],
-        &input[1001 + 902..]
+        &input[..1501 - reach],
+        &input[1501 + reach..]
     );
     assert_eq!(String::from_utf8(o.stdout).unwrap(), expected);
+}
+
+#[test]
+fn check_lists_each_imported_rule_that_reuses_a_built_in_id() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixtures().join("fidelity/clash.gitleaks.toml"),
+        dir.path().join("clash.toml"),
+    )
+    .unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\nredact:\n  defaults: true\n  gitleaks: [clash.toml]\n",
+    )
+    .unwrap();
+    let o = check(policy.to_str().unwrap(), "human");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    for (line, id) in [(3, "jwt"), (9, "private-key"), (15, "github-pat")] {
+        let expected = format!(
+            "clash.toml:{line}:1: warning: gitleaks rule `{id}` has the id of a built-in rule: both run, and what either finds is redacted as `[REDACTED:{id}]`"
+        );
+        assert!(out.contains(&expected), "missing {expected:?} in\n{out}");
+    }
 }

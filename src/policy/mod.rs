@@ -160,7 +160,13 @@ impl Policy {
                     e,
                     "cannot run, so the text around its keywords is redacted whole",
                 )
-            }));
+            }))
+            .chain(
+                self.redactor
+                    .limits()
+                    .into_iter()
+                    .map(|e| (e, "is limited")),
+            );
         for (e, what) in problems {
             all.push(crate::config::Diagnostic::new(
                 "<redact>",

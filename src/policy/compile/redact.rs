@@ -11,7 +11,7 @@ use crate::config::policy_file::{
 use crate::config::PolicyLayer;
 use crate::policy::redact::gitleaks::{self, GitleaksIssue};
 use crate::policy::redact::{
-    AllowTarget, AllowlistSpec, LazyRedactor, RedactRuleSpec, SecretGroup,
+    AllowTarget, AllowlistSpec, KeywordScope, LazyRedactor, RedactRuleSpec, SecretGroup,
 };
 
 /// A gitleaks file bigger than this is refused: gitleaks' own default
@@ -140,7 +140,28 @@ pub(super) fn compile(layers: &[PolicyLayer], diags: &mut Diagnostics) -> Redact
         }
     }
     let redactor = match LazyRedactor::with_imports(defaults, specs, imported, allowlists) {
-        Ok(r) => Some(r),
+        Ok(r) => {
+            // A clash is not an error (gitleaks' stock config reuses 27 of
+            // the built-in ids), but a reviewer should know two rules now
+            // answer to one name.
+            for id in r.clashes() {
+                let at = origins.iter().find_map(|(rid, o)| match o {
+                    Origin::Imported { file, pos } if *rid == id => Some((file, *pos)),
+                    _ => None,
+                });
+                if let Some((file, pos)) = at {
+                    warnings.push(
+                        Diagnostic::new(
+                            file,
+                            pos,
+                            format!("gitleaks rule `{id}` has the id of a built-in rule: both run, and what either finds is redacted as `[REDACTED:{id}]`"),
+                        )
+                        .with_help("nothing to do; rename the rule in the gitleaks file to tell the two apart in output"),
+                    );
+                }
+            }
+            Some(r)
+        }
         Err(errors) => {
             for e in errors {
                 match origins.iter().rev().find(|(id, _)| *id == e.id) {
@@ -210,6 +231,7 @@ fn policy_rule(rule: &RedactRuleConfig) -> RedactRuleSpec {
         entropy: rule.entropy,
         allowlists: rule.allowlist.iter().map(allowlist).collect(),
         continuation: None,
+        keyword_scope: KeywordScope::Match,
     }
 }
 

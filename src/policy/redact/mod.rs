@@ -10,7 +10,9 @@
 //! ([`Redactor::redact`]) and streams ([`Redactor::stream`]) and gives the
 //! same result for any split of a text into chunks.
 //!
-//! Modules: [`rules`] (specs, regex bounds, entropy and allowlists),
+//! Modules: [`rules`] (specs, entropy, the compiled rule), `bounded`
+//! (regexes checked and built under caps), `caps` (per-repetition caps and
+//! the overflow that keeps a long secret redacted), `allowlist`,
 //! `prefilter` (keywords) with its SIMD first stage `fingerprint`, `scan`
 //! (the windowed search), [`stream`],
 //! [`gitleaks`] (importing gitleaks configs), `builtin` (the default set).
@@ -20,7 +22,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
+mod allowlist;
+mod bounded;
 mod builtin;
+mod caps;
 mod entropy;
 mod fingerprint;
 pub mod gitleaks;
@@ -35,13 +40,14 @@ mod tests;
 pub use builtin::default_rules;
 pub use entropy::shannon_entropy;
 pub use rules::{
-    AllowTarget, AllowlistSpec, Continuation, RedactRuleError, RedactRuleSpec, SecretGroup,
-    MAX_MATCH_LEN,
+    AllowTarget, AllowlistSpec, Continuation, KeywordScope, RedactRuleError, RedactRuleSpec,
+    SecretGroup, KEYWORD_CONTEXT, LINE_CONTEXT, MAX_MATCH_LEN,
 };
 pub use stream::{redact_io, StreamRedactor};
 
+use allowlist::Allowlist;
 use prefilter::Keywords;
-use rules::{check_rule, check_syntax, compile_rule, Allowlist, CompiledRule};
+use rules::{check_rule, check_syntax, compile_rule, CompiledRule};
 use scan::{Scanner, Span};
 use stream::{sort_spans, Emitter};
 
@@ -88,17 +94,20 @@ impl Redactor {
         } else {
             Vec::new()
         };
-        Redactor::assemble(&builtin, rules, allowlists, true)
+        Redactor::assemble(&builtin, rules, allowlists, true, false)
     }
 
     /// Checks every rule and prepares the set; with `eager`, also builds
     /// every automaton (so a rule too large to build is an error here),
-    /// else each is built the first time a scan needs it.
+    /// else each is built the first time a scan needs it. With
+    /// `builtin_clash_ok`, a rule of `rules` may share a built-in rule's id
+    /// (an imported gitleaks rule): both run, under the same label.
     fn assemble(
         builtin: &[RedactRuleSpec],
         rules: &[RedactRuleSpec],
         allowlists: &[AllowlistSpec],
         eager: bool,
+        builtin_clash_ok: bool,
     ) -> Result<Redactor, Vec<RedactRuleError>> {
         let builtin_count = builtin.len();
         let mut errors = Vec::new();
@@ -126,13 +135,17 @@ impl Redactor {
                 fail("rule id is empty".to_string());
                 ok = false;
             } else if let Some(&earlier) = first_index.get(spec.id.as_str()) {
-                fail(if earlier < builtin_count {
-                    "duplicate rule id: a built-in rule already uses it; choose another id"
-                        .to_string()
+                if builtin_clash_ok && earlier < builtin_count && index >= builtin_count {
+                    // Checked again below like any rule; it just keeps its id.
                 } else {
-                    "duplicate rule id: an earlier rule already uses it".to_string()
-                });
-                ok = false;
+                    fail(if earlier < builtin_count {
+                        "duplicate rule id: a built-in rule already uses it; choose another id"
+                            .to_string()
+                    } else {
+                        "duplicate rule id: an earlier rule already uses it".to_string()
+                    });
+                    ok = false;
+                }
             } else {
                 first_index.insert(&spec.id, index);
             }
@@ -315,8 +328,23 @@ impl Redactor {
     /// The most text a stream holds back beyond the current chunk: the
     /// longest match of any rule plus the longest keyword.
     pub fn max_hold_back(&self) -> usize {
-        let longest = self.rules.iter().map(|r| 2 * r.bound).max().unwrap_or(0);
-        longest + self.keywords.as_ref().map_or(0, Keywords::max_len)
+        let longest = self
+            .rules
+            .iter()
+            .map(|r| 2 * (r.bound + r.context))
+            .max()
+            .unwrap_or(0);
+        longest + self.keywords.as_ref().map_or(0, Keywords::max_len) + self.look_behind()
+    }
+
+    /// Text a stream keeps before its frontier: enough for `\b` and `^`,
+    /// or for the line of a match when a rule has a line allowlist.
+    pub(crate) fn look_behind(&self) -> usize {
+        if self.rules.iter().any(|r| r.needs_line) {
+            LINE_CONTEXT
+        } else {
+            stream::LOOK_BEHIND
+        }
     }
 
     fn spans(&self, text: &str) -> Vec<Span> {
@@ -367,8 +395,10 @@ impl LazyRedactor {
 
     /// Like [`LazyRedactor::new`], plus `imported` rules (from gitleaks
     /// files) that are only checked, not built, at load, so importing a large
-    /// config keeps loads fast; an imported rule with a built-in rule's id
-    /// replaces it. `allowlists` apply to every rule.
+    /// config keeps loads fast. An imported rule with a built-in rule's id
+    /// runs *next to* the built-in one (both redact under that id; see
+    /// [`LazyRedactor::clashes`]): importing a config must never make the
+    /// redaction weaker than the defaults. `allowlists` apply to every rule.
     pub fn with_imports(
         defaults: bool,
         rules: Vec<RedactRuleSpec>,
@@ -406,9 +436,9 @@ impl LazyRedactor {
                     message,
                 });
             }
-            // Replacing a built-in rule is gitleaks' own `extend` behaviour;
-            // clashing with a rule written in the policy, or with another
-            // imported file, is more likely an accident.
+            // A built-in id is fine (both rules run); clashing with a rule
+            // written in the policy, or with another imported file, is more
+            // likely an accident.
             let clash = if rules.iter().any(|p| p.id == r.id) {
                 Some("a rule of the policy")
             } else if imported[..i].iter().any(|p| p.id == r.id) {
@@ -441,28 +471,29 @@ impl LazyRedactor {
     /// call; each rule's automata are built when a scan first needs them.
     pub fn get(&self) -> &Redactor {
         self.cell.get_or_init(|| {
-            let mut specs: Vec<RedactRuleSpec> = Vec::new();
-            if self.defaults {
-                specs = default_rules()
-                    .into_iter()
-                    .filter(|b| !self.rules.iter().any(|r| r.id == b.id))
-                    .collect();
-            }
-            specs.extend(self.rules.iter().cloned());
+            // Built-in rules stay even where an imported rule has their id:
+            // an imported `private-key` or `jwt` must not take away the
+            // built-in rule's coverage.
+            let builtin = if self.defaults {
+                default_rules()
+            } else {
+                Vec::new()
+            };
+            let mut specs = self.rules.clone();
             // The policy's own rules were built at load and the built-in ones
             // are built by a test, so they build again; an imported rule was
             // only checked for syntax. One failing the remaining checks is
             // dropped and reported by `dropped`, and the others still run. One
             // whose automaton cannot be built fails closed when it is woken
             // (see `CompiledRule::built`), and `unbuildable` reports it.
-            match Redactor::assemble(&[], &specs, &self.allowlists, false) {
+            match Redactor::assemble(&builtin, &specs, &self.allowlists, false, true) {
                 Ok(r) => r,
                 Err(errors) => {
                     specs.retain(|s| !errors.iter().any(|e| e.id == s.id));
                     if let Ok(mut d) = self.dropped.lock() {
                         d.extend(errors);
                     }
-                    Redactor::assemble(&[], &specs, &self.allowlists, false)
+                    Redactor::assemble(&builtin, &specs, &self.allowlists, false, true)
                         .or_else(|_| Redactor::compile(false, &[]))
                         .unwrap_or_else(|_| unreachable!("an empty rule set always compiles"))
                 }
@@ -492,17 +523,48 @@ impl LazyRedactor {
             .collect()
     }
 
-    /// Number of rules, without compiling them.
+    /// Builds every rule now and returns, by rule, what its caps cannot
+    /// honour: an unbounded repetition outside the secret (context such as
+    /// `curl\b.*` before `-u`) is capped, and a match needing more of it is
+    /// missed. (Repetitions inside the secret keep matching past their caps.)
+    /// For `check`.
+    pub fn limits(&self) -> Vec<RedactRuleError> {
+        self.get()
+            .rules
+            .iter()
+            .filter_map(|r| {
+                let cap = r.built().context_cap?;
+                Some(RedactRuleError {
+                    id: r.id.clone(),
+                    message: format!("an unbounded repetition around the secret is capped at {cap} repetitions, so a secret with more text than that between it and the rest of the pattern is not found"),
+                })
+            })
+            .collect()
+    }
+
+    /// Number of rules, without compiling them (a built-in rule and an
+    /// imported one with its id count as two: both run).
     pub fn len(&self) -> usize {
         let builtin = if self.defaults {
-            default_rules()
-                .iter()
-                .filter(|b| !self.rules.iter().any(|r| r.id == b.id))
-                .count()
+            default_rules().len()
         } else {
             0
         };
         builtin + self.rules.len()
+    }
+
+    /// Ids of the rules given both by the built-in set and by an imported
+    /// file, in import order: both run, and `check` lists each.
+    pub fn clashes(&self) -> Vec<String> {
+        if !self.defaults {
+            return Vec::new();
+        }
+        let builtin: Vec<String> = default_rules().into_iter().map(|r| r.id).collect();
+        self.rules
+            .iter()
+            .filter(|r| builtin.contains(&r.id))
+            .map(|r| r.id.clone())
+            .collect()
     }
 
     /// True when there are no rules.

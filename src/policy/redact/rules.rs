@@ -5,31 +5,18 @@
 //! Every compiled regex has a known longest match. That bound is what lets the
 //! scanner run a rule only in a window around its keyword hits, and lets a
 //! stream hold back a fixed amount of text: repetitions without an upper
-//! bound (`+`, `*`, `{n,}`) are capped at compile time (see [`MAX_MATCH_LEN`]).
+//! bound (`+`, `*`, `{n,}`) are capped at compile time, with an overflow
+//! that keeps redacting a secret longer than the cap (see `caps`).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use regex_automata::meta;
-use regex_syntax::hir::{Hir, HirKind};
 
+use super::allowlist::{line_around, Allowlist};
+pub use super::allowlist::{AllowTarget, AllowlistSpec, LINE_CONTEXT};
+pub use super::bounded::MAX_MATCH_LEN;
+use super::bounded::{analyze, build, Analyzed, Overflow};
 use super::entropy::shannon_entropy;
-use super::syntax::{ascii_ast, ascii_perl_classes};
-
-/// The longest match any rule may have, in bytes. It bounds the window a rule
-/// runs in around a keyword and the text a stream holds back.
-pub const MAX_MATCH_LEN: usize = 4096;
-
-/// What an unbounded repetition is capped at, tried in order until the whole
-/// regex fits [`MAX_MATCH_LEN`] and its automaton the size limit. A secret
-/// longer than the cap is redacted up to the cap.
-const REPETITION_CAPS: &[u32] = &[256, 64, 16];
-
-/// Rule regexes are written by people and loaded at runtime; this caps the
-/// memory one rule can take, compiled and in the lazy DFA's cache.
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
-
-/// Regex syntax errors can run to several lines; a diagnostic stays on one.
-const MAX_ERROR_MESSAGE_LEN: usize = 200;
 
 /// Which part of a match is the secret, replaced by `[REDACTED:id]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,38 +38,6 @@ impl From<usize> for SecretGroup {
         } else {
             SecretGroup::Index(n)
         }
-    }
-}
-
-/// What an allowlist's regexes are matched against.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum AllowTarget {
-    /// The secret (the capture group, or the whole match).
-    #[default]
-    Secret,
-    /// The whole match, context included.
-    Match,
-}
-
-/// Findings that are not secrets: a finding is dropped when the allowlist applies.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct AllowlistSpec {
-    /// Regexes (regex-crate syntax); one matching anywhere in the target applies.
-    pub regexes: Vec<String>,
-    /// Words; the secret containing one (ignoring ASCII case) applies.
-    pub stopwords: Vec<String>,
-    /// What `regexes` are matched against.
-    pub target: AllowTarget,
-    /// `true`: every kind of check given must apply (gitleaks `condition = "AND"`);
-    /// `false`: any one of them.
-    pub require_all: bool,
-}
-
-impl AllowlistSpec {
-    /// Whether the allowlist compiles: its regexes (built, so a regex too
-    /// large is an error too), its stopwords.
-    pub fn check(&self) -> Result<(), String> {
-        Allowlist::compile(self)?.build_now()
     }
 }
 
@@ -119,7 +74,27 @@ pub struct RedactRuleSpec {
     pub allowlists: Vec<AllowlistSpec>,
     /// For block-shaped secrets: how the block goes on after the match.
     pub continuation: Option<Continuation>,
+    /// Where a keyword must be for a match to count.
+    pub keyword_scope: KeywordScope,
 }
+
+/// Where a rule's keyword must occur for a match of its regex to count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeywordScope {
+    /// In the match itself (toolgate's own rules: their keywords are literal
+    /// parts of the format).
+    #[default]
+    Match,
+    /// Anywhere within [`KEYWORD_CONTEXT`] bytes of the match's window
+    /// (gitleaks' rules: gitleaks asks only that the keyword be somewhere in
+    /// the text it scans, e.g. `sourcegraph: <token>`). Bounded, because a
+    /// stream has no end to look for it in.
+    Near,
+}
+
+/// How far beyond a rule's longest match a [`KeywordScope::Near`] keyword
+/// may be from where the match can start or end.
+pub const KEYWORD_CONTEXT: usize = 256;
 
 /// Why a rule could not be compiled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,284 +105,16 @@ pub struct RedactRuleError {
     pub message: String,
 }
 
-/// A regex after the checks: its HIR and the repetition caps that keep its
-/// matches within [`MAX_MATCH_LEN`].
-pub(super) struct Analyzed {
-    hir: Hir,
-    /// Index into [`REPETITION_CAPS`] of the largest cap that fits; `None`
-    /// when the regex has no unbounded repetition to cap.
-    cap: Option<usize>,
-    /// Longest match under that cap: a bound on the built regex's longest
-    /// match, known without building it.
-    max_len: usize,
-}
-
-/// Parses and checks `pattern` without compiling it: syntax, empty matches,
-/// the secret group, and the length bound. Cheap enough for every load.
-pub(super) fn analyze(pattern: &str, group: SecretGroup) -> Result<Analyzed, String> {
-    if pattern.is_empty() {
-        return Err("regex is empty".to_string());
-    }
-    // The regex crate's own parser, with the ASCII classes put in between
-    // parsing and translating (what `ascii_perl_classes` would print).
-    let ast = ascii_ast(pattern).map_err(|e| format!("invalid regex: {e}"))?;
-    let hir = regex_syntax::hir::translate::Translator::new()
-        .translate(pattern, &ast)
-        .map_err(|e| format!("invalid regex: {}", syntax_summary(&e.to_string())))?;
-    let props = hir.properties();
-    if props.minimum_len() == Some(0) {
-        return Err("regex matches the empty string (it would redact everywhere)".to_string());
-    }
-    let groups = props.explicit_captures_len();
-    if let SecretGroup::Index(n) = group {
-        if n > groups {
-            return Err(format!(
-                "secret_group {n} does not exist: the regex has {groups} capture group{}",
-                if groups == 1 { "" } else { "s" }
-            ));
-        }
-    }
-    let longest = match props.maximum_len() {
-        // Bounded already (every built-in rule): nothing to cap.
-        Some(n) if n <= MAX_MATCH_LEN => {
-            return Ok(Analyzed {
-                hir,
-                cap: None,
-                max_len: n,
-            })
-        }
-        Some(n) => n,
-        None => {
-            for (cap, &limit) in REPETITION_CAPS.iter().enumerate() {
-                let capped = cap_repetitions(hir.clone(), limit);
-                if let Some(max_len) = capped
-                    .properties()
-                    .maximum_len()
-                    .filter(|&n| n <= MAX_MATCH_LEN)
-                {
-                    return Ok(Analyzed {
-                        hir,
-                        cap: Some(cap),
-                        max_len,
-                    });
-                }
-            }
-            cap_repetitions(hir, REPETITION_CAPS[REPETITION_CAPS.len() - 1])
-                .properties()
-                .maximum_len()
-                .unwrap_or(usize::MAX)
-        }
-    };
-    Err(format!(
-        "regex is too large; simplify it (a match can be {longest} bytes long, the limit is {MAX_MATCH_LEN})"
-    ))
-}
-
-/// Compiles an analyzed regex with the largest repetition cap whose automaton
-/// fits the size limit; returns it with its longest match (at most
-/// `analyzed.max_len`).
-pub(super) fn build(analyzed: &Analyzed) -> Result<(meta::Regex, usize), String> {
-    let too_large = "regex is too large; simplify it".to_string();
-    let Some(first) = analyzed.cap else {
-        return match build_hir(&analyzed.hir) {
-            Ok(regex) => Ok((regex, analyzed.max_len)),
-            Err(None) => Err(too_large),
-            Err(Some(invalid)) => Err(invalid),
-        };
-    };
-    for &limit in &REPETITION_CAPS[first..] {
-        let capped = cap_repetitions(analyzed.hir.clone(), limit);
-        let max_len = capped.properties().maximum_len().unwrap_or(usize::MAX);
-        match build_hir(&capped) {
-            Ok(regex) => return Ok((regex, max_len)),
-            // A smaller cap makes a smaller automaton: `.{0,256}` is big.
-            Err(None) => {}
-            Err(Some(invalid)) => return Err(invalid),
-        }
-    }
-    Err(too_large)
-}
-
-/// The automata for `hir`; `Err(None)` when they are over the size limit.
-fn build_hir(hir: &Hir) -> Result<meta::Regex, Option<String>> {
-    meta::Builder::new()
-        .configure(
-            meta::Config::new()
-                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                .dfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                .onepass_size_limit(Some(REGEX_SIZE_LIMIT))
-                .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
-        )
-        .build_from_hir(hir)
-        .map_err(|e| {
-            e.size_limit()
-                .is_none()
-                .then(|| format!("invalid regex: {}", syntax_summary(&e.to_string())))
-        })
-}
-
-/// Rewrites `x*`, `x+` and `x{n,}` as `x{0,cap}`, `x{1,cap}` and `x{n,max(n,cap)}`.
-fn cap_repetitions(hir: Hir, cap: u32) -> Hir {
-    match hir.into_kind() {
-        HirKind::Repetition(mut rep) => {
-            rep.sub = Box::new(cap_repetitions(*rep.sub, cap));
-            if rep.max.is_none() {
-                rep.max = Some(rep.min.max(cap));
-            }
-            Hir::repetition(rep)
-        }
-        HirKind::Capture(mut c) => {
-            c.sub = Box::new(cap_repetitions(*c.sub, cap));
-            Hir::capture(c)
-        }
-        HirKind::Concat(subs) => {
-            Hir::concat(subs.into_iter().map(|h| cap_repetitions(h, cap)).collect())
-        }
-        HirKind::Alternation(subs) => {
-            Hir::alternation(subs.into_iter().map(|h| cap_repetitions(h, cap)).collect())
-        }
-        HirKind::Empty => Hir::empty(),
-        HirKind::Literal(lit) => Hir::literal(lit.0),
-        HirKind::Class(class) => Hir::class(class),
-        HirKind::Look(look) => Hir::look(look),
-    }
-}
-
-/// The regex crate prints the pattern with a caret under the error and the
-/// reason on a line starting `error:`; a one-line diagnostic needs the reason.
-pub(super) fn syntax_summary(detail: &str) -> String {
-    let reason = detail
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("error:"))
-        .or_else(|| {
-            detail
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.starts_with("regex parse error"))
-        })
-        .unwrap_or("unknown error")
-        .trim();
-    if reason.len() <= MAX_ERROR_MESSAGE_LEN {
-        return reason.to_string();
-    }
-    let mut cut = MAX_ERROR_MESSAGE_LEN;
-    while !reason.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &reason[..cut])
-}
-
-/// A checked allowlist. Its regexes are built the first time a finding
-/// reaches it: most texts have no finding at all, and an imported gitleaks
-/// config carries dozens of allowlist regexes (building them was 90% of the
-/// first redaction with gitleaks' default config). Clones share the build.
-#[derive(Clone)]
-pub(super) struct Allowlist {
-    /// The regexes, with ASCII `\d \w \s \b` made explicit.
-    patterns: Arc<[String]>,
-    /// Built on first use; `None` when one is over the size limit, and then
-    /// the allowlist never applies (the finding stays redacted).
-    regexes: Arc<OnceLock<Option<Vec<regex::Regex>>>>,
-    stopwords: Vec<String>,
-    target: AllowTarget,
-    require_all: bool,
-}
-
-impl Allowlist {
-    /// Checks the spec (regex syntax, stopwords) without building anything.
-    pub(super) fn compile(spec: &AllowlistSpec) -> Result<Allowlist, String> {
-        let mut patterns = Vec::new();
-        for r in &spec.regexes {
-            let ascii = ascii_perl_classes(r).map_err(|e| format!("allowlist regex `{r}`: {e}"))?;
-            regex_syntax::ParserBuilder::new()
-                .build()
-                .parse(&ascii)
-                .map_err(|e| {
-                    format!("allowlist regex `{r}`: {}", syntax_summary(&e.to_string()))
-                })?;
-            patterns.push(ascii);
-        }
-        if spec.stopwords.iter().any(String::is_empty) {
-            return Err("allowlist stopwords must not be empty strings".to_string());
-        }
-        Ok(Allowlist {
-            patterns: patterns.into(),
-            regexes: Arc::new(OnceLock::new()),
-            stopwords: spec.stopwords.iter().map(|w| w.to_lowercase()).collect(),
-            target: spec.target,
-            require_all: spec.require_all,
-        })
-    }
-
-    /// Builds the regexes now; the error names the one that is too large.
-    pub(super) fn build_now(&self) -> Result<(), String> {
-        if self.regexes().is_some() {
-            return Ok(());
-        }
-        let too_large = self
-            .patterns
-            .iter()
-            .find(|p| build_allow_regex(p).is_err())
-            .map_or(String::new(), |p| p.clone());
-        Err(format!(
-            "allowlist regex `{too_large}` is too large; simplify it"
-        ))
-    }
-
-    /// Whether the regexes have been built (or found unbuildable).
-    #[cfg(test)]
-    pub(super) fn is_built(&self) -> bool {
-        self.regexes.get().is_some()
-    }
-
-    fn regexes(&self) -> Option<&[regex::Regex]> {
-        self.regexes
-            .get_or_init(|| {
-                self.patterns
-                    .iter()
-                    .map(|p| build_allow_regex(p).ok())
-                    .collect()
-            })
-            .as_deref()
-    }
-
-    /// Whether the finding is allowed (not a secret).
-    fn allows(&self, secret: &str, whole: &str) -> bool {
-        let target = match self.target {
-            AllowTarget::Secret => secret,
-            AllowTarget::Match => whole,
-        };
-        // An allowlist whose regexes cannot be built never applies.
-        let regex_hit = || {
-            self.regexes()
-                .is_some_and(|regexes| regexes.iter().any(|r| r.is_match(target)))
-        };
-        let stop_hit = || {
-            let lower = secret.to_lowercase();
-            self.stopwords.iter().any(|w| lower.contains(w.as_str()))
-        };
-        let (has_regex, has_stop) = (!self.patterns.is_empty(), !self.stopwords.is_empty());
-        if self.require_all {
-            (has_regex || has_stop) && (!has_regex || regex_hit()) && (!has_stop || stop_hit())
-        } else {
-            (has_regex && regex_hit()) || (has_stop && stop_hit())
-        }
-    }
-}
-
-fn build_allow_regex(pattern: &str) -> Result<regex::Regex, regex::Error> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .dfa_size_limit(REGEX_SIZE_LIMIT)
-        .build()
-}
-
 /// A block's body matchers.
 pub(super) struct CompiledBlock {
     pub piece: meta::Regex,
     pub piece_max: usize,
     pub footer: meta::Regex,
     pub footer_max: usize,
+    /// `true`: the footer is tried before each piece and ends the block (a
+    /// private key's END line); `false`: pieces go on while they match, then
+    /// the footer is tried once and taken if it matches.
+    pub footer_first: bool,
 }
 
 /// What building a rule's regex gives: the automata, and how far its matches reach.
@@ -416,6 +123,11 @@ pub(super) struct Built {
     /// Longest match in bytes: the half-width of the window around a keyword.
     pub max_len: usize,
     pub block: Option<CompiledBlock>,
+    /// For a regex with capped repetitions: how a match that reached a cap
+    /// goes on.
+    pub overflow: Option<Overflow>,
+    /// See [`Capped::context_cap`].
+    pub context_cap: Option<u32>,
     /// Why the automaton could not be built, in which case `regex` is
     /// [`fail_closed_regex`] and every window of the rule is redacted whole.
     pub error: Option<String>,
@@ -436,6 +148,14 @@ pub(super) struct CompiledRule {
     /// smaller repetition cap; where it must not depend on whether the rule
     /// was built yet (a stream's hold-back), this is used.
     pub bound: usize,
+    /// How much wider than the longest match a window around a keyword is:
+    /// [`KEYWORD_CONTEXT`] for [`KeywordScope::Near`], else 0.
+    pub context: usize,
+    /// Whether a match must contain a keyword itself.
+    keyword_in_match: bool,
+    /// Whether an allowlist tests the match's line: the scanner then needs
+    /// [`LINE_CONTEXT`] bytes (or a line end) on each side of a match.
+    pub needs_line: bool,
     regex: Analyzed,
     block: Option<(Analyzed, Analyzed)>,
     built: OnceLock<Built>,
@@ -504,6 +224,7 @@ pub(super) fn compile_rule(
             analyze(&c.footer, SecretGroup::Whole)?,
         )),
     };
+    let needs_line = allowlists.iter().any(|a| a.target == AllowTarget::Line);
     Ok(CompiledRule {
         id: spec.id.clone(),
         keywords: spec
@@ -515,6 +236,12 @@ pub(super) fn compile_rule(
         entropy: spec.entropy,
         allowlists,
         bound: analyzed.max_len,
+        context: match spec.keyword_scope {
+            KeywordScope::Near if !spec.keywords.is_empty() => KEYWORD_CONTEXT,
+            _ => 0,
+        },
+        keyword_in_match: spec.keyword_scope == KeywordScope::Match,
+        needs_line,
         regex: analyzed,
         block,
         built: OnceLock::new(),
@@ -547,6 +274,8 @@ impl CompiledRule {
                 regex: fail_closed_regex(),
                 max_len: self.bound,
                 block: None,
+                overflow: None,
+                context_cap: None,
                 error: Some(error),
             },
         })
@@ -567,24 +296,27 @@ impl CompiledRule {
     }
 
     fn build(&self) -> Result<Built, String> {
-        let (regex, max_len) = build(&self.regex)?;
+        let main = build(&self.regex)?;
         let block = match &self.block {
             None => None,
             Some((piece, footer)) => {
-                let (piece, piece_max) = build(piece)?;
-                let (footer, footer_max) = build(footer)?;
+                let piece = build(piece)?;
+                let footer = build(footer)?;
                 Some(CompiledBlock {
-                    piece,
-                    piece_max,
-                    footer,
-                    footer_max,
+                    piece: piece.regex,
+                    piece_max: piece.max_len,
+                    footer: footer.regex,
+                    footer_max: footer.max_len,
+                    footer_first: true,
                 })
             }
         };
         Ok(Built {
-            regex,
-            max_len,
+            regex: main.regex,
+            max_len: main.max_len,
             block,
+            overflow: main.overflow,
+            context_cap: main.context_cap,
             error: None,
         })
     }
@@ -603,7 +335,7 @@ impl CompiledRule {
             return Some((start, end));
         }
         let whole = &text[start..end];
-        if !self.keywords.is_empty() && !contains_keyword(whole.as_bytes(), &self.keywords) {
+        if !self.keyword_holds(whole) {
             return None;
         }
         let (s, e) = match self.group {
@@ -626,10 +358,45 @@ impl CompiledRule {
                 return None;
             }
         }
-        if self.allowlists.iter().any(|a| a.allows(secret, whole)) {
+        let line = || line_around(text, start, end).to_string();
+        if self
+            .allowlists
+            .iter()
+            .any(|a| a.allows(secret, whole, &line))
+        {
             return None;
         }
         Some((s, e))
+    }
+
+    /// What to redact of an overflow finder's match `[start, end)` whose
+    /// secret starts at `secret` (see `caps`): from there on, when the
+    /// keyword condition holds. No entropy or
+    /// allowlist: the finder has no groups to test them on, and a secret too
+    /// long for the regex's caps errs toward being redacted.
+    pub fn overflow_secret(
+        &self,
+        text: &str,
+        start: usize,
+        secret: usize,
+        end: usize,
+    ) -> Option<(usize, usize)> {
+        self.keyword_holds(&text[start..end])
+            .then_some((secret, end))
+    }
+
+    /// The keyword condition on a match: for [`KeywordScope::Near`] the
+    /// scanner only runs the rule near its keywords, which is the condition.
+    fn keyword_holds(&self, whole: &str) -> bool {
+        !self.keyword_in_match
+            || self.keywords.is_empty()
+            || contains_keyword(whole.as_bytes(), &self.keywords)
+    }
+
+    /// Half the width of the window a keyword hit opens: the longest match
+    /// plus the keyword context.
+    pub fn reach(&self) -> usize {
+        self.built().max_len + self.context
     }
 
     /// Whether the rule needs capture groups to find its secret.

@@ -3,15 +3,20 @@
 //!
 //! Semantics, the same for a whole text and any split of it:
 //! - a keyword hit at `k` opens a window `[k - L, k + L]` for each rule
-//!   listing the keyword, where `L` is the rule's longest match; overlapping
+//!   listing the keyword, where `L` is the rule's longest match (plus
+//!   `KEYWORD_CONTEXT` for imported gitleaks rules); overlapping
 //!   windows of one rule merge into an interval. A rule without keywords has
 //!   one interval, the whole text;
 //! - in each interval the rule's regex runs leftmost-first, match after
 //!   match, with the text around the interval visible to `\b`, `^` and `$`;
-//! - a match counts when it contains one of the rule's keywords and its
-//!   secret passes the entropy threshold and allowlists;
+//! - a match counts when it contains one of the rule's keywords (an
+//!   imported rule's: when it lies in such a window) and its secret passes
+//!   the entropy threshold and allowlists (a line allowlist waits for the
+//!   match's line end, up to `LINE_CONTEXT` bytes);
 //! - a block rule (private keys) continues after its match, piece by piece,
-//!   until its footer or a piece fails;
+//!   until its footer or a piece fails; so does a match of a rule with capped
+//!   repetitions that reached a cap (see `caps`), which is found by the
+//!   rule's overflow finder when that matches no later than the regex;
 //! - a rule is built when its first window opens (see
 //!   [`CompiledRule::built`]); one that cannot be built matches its windows
 //!   whole, so they are redacted.
@@ -25,7 +30,7 @@ use std::collections::VecDeque;
 use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input};
 
-use super::rules::CompiledRule;
+use super::rules::{CompiledRule, LINE_CONTEXT};
 use super::Redactor;
 
 /// One secret's byte range and the rule that found it.
@@ -52,6 +57,9 @@ struct RuleState {
     next: usize,
     /// Inside a block: where its next piece starts.
     block: Option<usize>,
+    /// Whether that block is the overflow of a capped repetition rather
+    /// than the rule's own continuation.
+    overflowing: bool,
     caps: Option<Captures>,
 }
 
@@ -62,6 +70,8 @@ pub(super) struct Scanner {
     keyword_pos: usize,
     states: Vec<RuleState>,
     groups: Vec<Option<(usize, usize)>>,
+    /// Where the secret of the last overflow finder match starts.
+    overflow_start: usize,
 }
 
 /// The part of the text the scanner can see in one call.
@@ -91,6 +101,7 @@ impl Scanner {
             keyword_pos: 0,
             states,
             groups: Vec::new(),
+            overflow_start: 0,
         }
     }
 
@@ -148,7 +159,9 @@ impl Scanner {
             let earliest = match (state.block, state.intervals.front()) {
                 (Some(piece), _) => piece,
                 (None, Some(&(start, _))) => state.next.max(start),
-                (None, None) => state.next.max(self.keyword_pos.saturating_sub(rule.bound)),
+                (None, None) => state
+                    .next
+                    .max(self.keyword_pos.saturating_sub(rule.bound + rule.context)),
             };
             frontier = frontier.min(earliest);
         }
@@ -158,7 +171,7 @@ impl Scanner {
     /// Records a keyword hit of `rule` at `at`, building the rule if this is
     /// its first (the window's width is its regex's longest match).
     fn hit(&mut self, r: &Redactor, rule: usize, at: usize) {
-        let reach = r.rules[rule].built().max_len;
+        let reach = r.rules[rule].reach();
         let (start, end) = (at.saturating_sub(reach), at.saturating_add(reach));
         let intervals = &mut self.states[rule].intervals;
         match intervals.back_mut() {
@@ -186,7 +199,8 @@ impl Scanner {
             let last = state.intervals.len() == 1;
             let is_final = view.eof
                 || !last
-                || (!compiled.keywords.is_empty() && self.keyword_pos.saturating_sub(reach) > end);
+                || (!compiled.keywords.is_empty()
+                    && self.keyword_pos.saturating_sub(compiled.reach()) > end);
             state.next = state.next.max(start);
             let bound = end.min(view.end);
             if state.next >= bound {
@@ -196,7 +210,10 @@ impl Scanner {
                 }
                 return;
             }
-            let Some((m_start, m_end)) = self.search(compiled, rule, view, bound) else {
+            let found = self.search(compiled, rule, view, bound);
+            let overflow = self.search_overflow(compiled, rule, view, bound, found);
+            let found = overflow.or(found);
+            let Some((m_start, m_end)) = found else {
                 let state = &mut self.states[rule];
                 if is_final {
                     state.next = bound;
@@ -213,12 +230,31 @@ impl Scanner {
                 state.next = state.next.max(bound.saturating_sub(reach));
                 return;
             }
-            let secret = compiled.secret(
-                view.buf,
-                m_start - view.base,
-                m_end - view.base,
-                &self.groups,
-            );
+            // A line allowlist needs the match's line: wait for its end
+            // (or LINE_CONTEXT bytes), so every split decides alike.
+            if !view.eof && compiled.needs_line && overflow.is_none() {
+                let after = &view.buf.as_bytes()[m_end - view.base..];
+                if after.len() < LINE_CONTEXT && !after.contains(&b'\n') {
+                    return;
+                }
+            }
+            let secret = if overflow.is_some() {
+                // The secret goes on past the cap: the whole prefix is
+                // redacted (it has no groups) and the overflow takes the rest.
+                compiled.overflow_secret(
+                    view.buf,
+                    m_start - view.base,
+                    self.overflow_start - view.base,
+                    m_end - view.base,
+                )
+            } else {
+                compiled.secret(
+                    view.buf,
+                    m_start - view.base,
+                    m_end - view.base,
+                    &self.groups,
+                )
+            };
             let state = &mut self.states[rule];
             state.next = m_end;
             if let Some((s, e)) = secret {
@@ -228,8 +264,12 @@ impl Scanner {
                     rule: rule as u32,
                     joins: compiled.fails_closed(),
                 });
-                if compiled.built().block.is_some() {
+                if overflow.is_some() {
                     state.block = Some(m_end);
+                    state.overflowing = true;
+                } else if compiled.built().block.is_some() {
+                    state.block = Some(m_end);
+                    state.overflowing = false;
                 }
             }
         }
@@ -247,9 +287,11 @@ impl Scanner {
         let state = &mut self.states[rule];
         let input = Input::new(view.buf.as_bytes()).span(state.next - view.base..bound - view.base);
         let regex = &compiled.built().regex;
+        let buf = view.buf;
         if !compiled.needs_groups() {
             let m = regex.search(&input)?;
-            return Some((view.base + m.start(), view.base + m.end()));
+            let (s, e) = widen(buf, m.start(), m.end());
+            return Some((view.base + s, view.base + e));
         }
         let caps = state.caps.get_or_insert_with(|| regex.create_captures());
         regex.search_captures(&input, caps);
@@ -257,9 +299,58 @@ impl Scanner {
         self.groups.clear();
         for g in 1..caps.group_len() {
             self.groups
-                .push(caps.get_group(g).map(|s| (s.start, s.end)));
+                .push(caps.get_group(g).map(|s| widen(buf, s.start, s.end)));
         }
-        Some((view.base + m.start(), view.base + m.end()))
+        let (s, e) = widen(buf, m.start(), m.end());
+        Some((view.base + s, view.base + e))
+    }
+
+    /// The leftmost match of `rule`'s overflow finder in `next..bound`, when
+    /// the rule has one and a repetition reached its cap there: the regex's
+    /// own match (`found`) starts later, or starts there and covers the
+    /// finder's match (a lazy `[\s\S]{64,}?` that stopped at its suffix
+    /// covers less, and is a whole match).
+    fn search_overflow(
+        &mut self,
+        compiled: &CompiledRule,
+        rule: usize,
+        view: View<'_>,
+        bound: usize,
+        found: Option<(usize, usize)>,
+    ) -> Option<(usize, usize)> {
+        let overflow = compiled.built().overflow.as_ref()?;
+        let state = &self.states[rule];
+        // A finder match counts only if it starts by the regex's own match,
+        // so it ends within the finder's reach of that start.
+        let end = match found {
+            Some((start, _)) => bound.min(start + overflow.max_len),
+            None => bound,
+        };
+        let span = state.next - view.base..end - view.base;
+        // A repetition at its cap is a long run of its bytes: without one,
+        // no finder match (a byte loop, much cheaper than the automaton).
+        let (set, len) = &overflow.run;
+        if !super::caps::has_run(&view.buf.as_bytes()[span.clone()], set, *len) {
+            return None;
+        }
+        let input = Input::new(view.buf.as_bytes()).span(span);
+        let mut caps = overflow.finder.create_captures();
+        overflow.finder.search_captures(&input, &mut caps);
+        let m = caps.get_match()?;
+        let (s, e) = widen(view.buf, m.start(), m.end());
+        let (s, e) = (view.base + s, view.base + e);
+        match found {
+            Some((start, _)) if start < s => None,
+            Some((start, end)) if start == s && end < e => None,
+            _ => {
+                // Where the secret starts: its group, else the whole match.
+                let secret = caps
+                    .get_group(1)
+                    .map_or(s, |g| view.base + widen(view.buf, g.start, g.end).0);
+                self.overflow_start = secret;
+                Some((s, e))
+            }
+        }
     }
 
     /// Takes a block's pieces as far as the text decides them. Returns
@@ -271,11 +362,17 @@ impl Scanner {
         view: View<'_>,
         spans: &mut Vec<Span>,
     ) -> bool {
-        let Some(block) = &compiled.built().block else {
-            self.states[rule].block = None;
+        let state = &mut self.states[rule];
+        let built = compiled.built();
+        let block = if state.overflowing {
+            built.overflow.as_ref().map(|o| &o.block)
+        } else {
+            built.block.as_ref()
+        };
+        let Some(block) = block else {
+            state.block = None;
             return true;
         };
-        let state = &mut self.states[rule];
         while let Some(at) = state.block {
             let anchored = |re: &regex_automata::meta::Regex, max: usize| {
                 if !view.eof && view.end - at <= max {
@@ -286,17 +383,35 @@ impl Scanner {
                     .anchored(Anchored::Yes);
                 Ok(re
                     .search(&input)
-                    .map(|m| view.base + m.end())
+                    .map(|m| view.base + widen(view.buf, m.start(), m.end()).1)
                     .filter(|&e| e > at))
             };
-            let Ok(footer) = anchored(&block.footer, block.footer_max) else {
+            let (first, first_max, then, then_max) = if block.footer_first {
+                (
+                    &block.footer,
+                    block.footer_max,
+                    &block.piece,
+                    block.piece_max,
+                )
+            } else {
+                (
+                    &block.piece,
+                    block.piece_max,
+                    &block.footer,
+                    block.footer_max,
+                )
+            };
+            // Footer first: a footer ends the block, a piece continues it.
+            // Piece first: a piece continues it; after the last one, a
+            // footer that follows is taken too, and ends it.
+            let Ok(hit) = anchored(first, first_max) else {
                 return false;
             };
-            let (end, more) = match footer {
-                Some(end) => (end, false),
-                None => match anchored(&block.piece, block.piece_max) {
+            let (end, more) = match hit {
+                Some(end) => (end, !block.footer_first),
+                None => match anchored(then, then_max) {
                     Err(()) => return false,
-                    Ok(Some(end)) => (end, true),
+                    Ok(Some(end)) => (end, block.footer_first),
                     Ok(None) => {
                         state.block = None;
                         state.next = state.next.max(at);
@@ -315,4 +430,16 @@ impl Scanner {
         }
         true
     }
+}
+
+/// `start..end` of `buf` widened to character boundaries: a byte class (see
+/// `caps`) can stop inside a character, and then the whole character goes.
+fn widen(buf: &str, mut start: usize, mut end: usize) -> (usize, usize) {
+    while !buf.is_char_boundary(start) {
+        start -= 1;
+    }
+    while !buf.is_char_boundary(end) {
+        end += 1;
+    }
+    (start, end)
 }

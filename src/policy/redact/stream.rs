@@ -80,8 +80,9 @@ pub struct StreamRedactor<'r> {
     emitter: Emitter,
 }
 
-/// Text kept before the frontier, so `\b` and `^` there see their neighbour.
-const LOOK_BEHIND: usize = 4;
+/// Text kept before the frontier, so `\b` and `^` there see their neighbour
+/// (more for line allowlists: [`Redactor::look_behind`]).
+pub(super) const LOOK_BEHIND: usize = 4;
 
 impl<'r> StreamRedactor<'r> {
     pub(super) fn new(redactor: &'r Redactor) -> Self {
@@ -130,7 +131,7 @@ impl<'r> StreamRedactor<'r> {
         self.pending.drain(..ready);
         self.emitter
             .text_until(frontier, &self.buf, self.base, &mut out);
-        let mut keep = frontier.saturating_sub(LOOK_BEHIND).max(self.base);
+        let mut keep = frontier.saturating_sub(r.look_behind()).max(self.base);
         while !self.buf.is_char_boundary(keep - self.base) {
             keep -= 1;
         }

@@ -9,7 +9,7 @@
 //! - specific formats come before generic rules (an assignment, a URL
 //!   password), so where both find a secret the specific id labels it.
 
-use super::rules::{Continuation, RedactRuleSpec, SecretGroup};
+use super::rules::{AllowlistSpec, Continuation, RedactRuleSpec, SecretGroup};
 
 mod cloud;
 mod services;
@@ -29,6 +29,14 @@ pub(crate) fn spec(
         keywords: keywords.iter().map(|k| k.to_string()).collect(),
         secret_group: SecretGroup::from(secret_group),
         ..RedactRuleSpec::default()
+    }
+}
+
+/// An allowlist of regexes matched against the secret.
+fn allow<S: AsRef<str>>(regexes: &[S]) -> AllowlistSpec {
+    AllowlistSpec {
+        regexes: regexes.iter().map(|r| r.as_ref().to_string()).collect(),
+        ..AllowlistSpec::default()
     }
 }
 

@@ -2,8 +2,23 @@
 //! private-key blocks, JWTs, assignments to secret-sounding names, and
 //! passwords in connection strings.
 
-use super::{block, spec};
+use super::{allow, block, spec};
 use crate::policy::redact::{Continuation, RedactRuleSpec};
+
+/// gitleaks' global allowlist regexes (8.30.1), in Rust syntax: values that
+/// are placeholders, template variables or paths, not secrets.
+const PLACEHOLDERS: &[&str] = &[
+    r"(?i)^(?:true|false|null)$",
+    r"^(?i:a+|b+|c+|d+|e+|f+|g+|h+|i+|j+|k+|l+|m+|n+|o+|p+|q+|r+|s+|t+|u+|v+|w+|x+|y+|z+|\*+|\.+)$",
+    r"^\$(?:\d+|\{\d+\})$",
+    r"^\$(?:[A-Z_]+|[a-z_]+)$",
+    r"^\$\{(?:[A-Z_]+|[a-z_]+)\}$",
+    r"^\{\{[ \t]*[\w ().|]+[ \t]*\}\}$",
+    r"^%(?:[A-Z_]+|[a-z_]+)%$",
+    r"^@(?:[A-Z_]+|[a-z_]+)@$",
+    r"^/Users/(?i)[a-z0-9]+/[\w .-/]+$",
+    r"^/(?:bin|etc|home|opt|tmp|usr|var)/[\w ./-]+$",
+];
 
 pub(super) fn rules() -> Vec<RedactRuleSpec> {
     vec![
@@ -34,7 +49,12 @@ pub(super) fn rules() -> Vec<RedactRuleSpec> {
         // a secret; a value starting with `$`, `{`, `<`, `%` is a placeholder.
         // A `:` counts only before a space or quote (YAML, JSON), because in a
         // URL `user:password@` it would swallow the host as well.
-        spec(
+        // Placeholders are not secrets: gitleaks' global allowlist (8.30.1)
+        // drops `xxxxxxxx`, `********`, `$VAR`, `${VAR}`, `{{ var }}`,
+        // `%VAR%`, `true`/`false`/`null` and paths, and so does this rule.
+        RedactRuleSpec {
+            allowlists: vec![allow(PLACEHOLDERS)],
+            ..spec(
             "generic-secret",
             r#"(?i)(?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key|access[_-]?token|auth[_-]?token)(?:\\?["'])?[ \t]{0,8}(?:(?::=|=>|=)[ \t]{0,8}(?:\\?["'`])?|:[ \t]{0,8}\\?["'`]|:[ \t]{1,8})([^\s"'`,;&\\()\[\]{}<>$%][^\s"'`,;&\\()\[\]{}<>]{7,255})(?:[\s"'`,;&\\)\]}]|$)"#,
             &[
@@ -47,7 +67,8 @@ pub(super) fn rules() -> Vec<RedactRuleSpec> {
                 "token",
             ],
             1,
-        ),
+        )
+        },
         // Any scheme: database URLs, but also `https://user:token@host` git remotes.
         spec(
             "connection-string-password",

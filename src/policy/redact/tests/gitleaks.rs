@@ -1,7 +1,8 @@
 //! Importing gitleaks configs: what runs, what is reported, and where.
 
 use super::*;
-use crate::policy::redact::gitleaks::{parse, GitleaksImport, GitleaksIssue};
+use crate::config::Position;
+use crate::policy::redact::gitleaks::{parse, GitleaksImport, GitleaksIssue, DEFAULT_CONFIG};
 
 const CONFIG: &str = include_str!("../../../../tests/fixtures/redact/gitleaks.toml");
 
@@ -171,19 +172,92 @@ fn targeted_allowlists_and_and_conditions() {
 }
 
 #[test]
-fn line_targets_and_extend_are_warned_about() {
-    let text = "[extend]\nuseDefault = true\n[[rules]]\nid = \"a\"\nregex = 'tka_[a-z]{4}'\nkeywords = [\"tka_\"]\n[[rules.allowlists]]\nregexTarget = \"line\"\nregexes = ['x']\n";
+fn line_allowlists_test_the_line_of_the_match() {
+    let text = "[[rules]]\nid = \"a\"\nregex = 'tka_[a-z]{4}'\nkeywords = [\"tka_\"]\n[[rules.allowlists]]\nregexTarget = \"line\"\nregexes = ['^# example']\n";
     let import = parse(text).unwrap();
-    assert_eq!(import.rules.len(), 1);
-    assert!(import.rules[0].allowlists.is_empty());
+    assert!(import.warnings.is_empty(), "{:?}", import.warnings);
+    assert_eq!(import.rules[0].allowlists[0].target, AllowTarget::Line);
+    let r = Redactor::compile(false, &import.rules).unwrap();
+    assert_eq!(r.redact("x tka_abcd\n"), "x [REDACTED:a]\n");
+    assert_eq!(r.redact("# example: tka_abcd\n"), "# example: tka_abcd\n");
+    // The next line is another line.
+    assert_eq!(
+        r.redact("tka_abcd\n# example\n"),
+        "[REDACTED:a]\n# example\n"
+    );
+    // Bounded: a line start further than LINE_CONTEXT before the match is not seen.
+    let far = format!("# example{} tka_abcd", " ".repeat(LINE_CONTEXT));
+    assert_eq!(r.redact(&far), far.replace("tka_abcd", "[REDACTED:a]"));
+    // Streamed in any chunks, the same.
+    let text = format!(
+        "{}\n# example {} tka_abcd tail\nz tka_wxyz\n",
+        "a".repeat(700),
+        "b".repeat(300)
+    );
+    let whole = r.redact(&text).into_owned();
+    assert_eq!(whole.matches("[REDACTED:a]").count(), 1, "{whole}");
+    for chunk in [1, 3, 50, 511, 4096] {
+        let mut s = r.stream();
+        let mut out = String::new();
+        for piece in text.as_bytes().chunks(chunk) {
+            out.push_str(&s.push(std::str::from_utf8(piece).unwrap()));
+        }
+        out.push_str(&s.finish());
+        assert_eq!(out, whole, "chunks of {chunk}");
+    }
+}
+
+#[test]
+fn extend_use_default_imports_gitleaks_default_config() {
+    let text = "[extend]\nuseDefault = true\ndisabledRules = [\"jwt\", \"no-such-rule\"]\n\n[[rules]]\nid = \"a\"\nregex = 'tka_[a-z]{4}'\nkeywords = [\"tka_\"]\n\n[[rules]]\nid = \"github-pat\"\n[[rules.allowlists]]\nregexes = ['^ghp_0']\n";
+    let import = parse(text).unwrap();
+    let stock = parse(DEFAULT_CONFIG).unwrap();
+    let ids: Vec<&str> = import.rules.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids.len(), stock.rules.len() - 1 + 1, "{ids:?}");
+    assert!(!ids.contains(&"jwt"));
+    assert_eq!(ids.last(), Some(&"a"));
+    // The default rules are placed at `[extend]`; the merged one at its own rule.
+    assert_eq!(import.positions[0], Position { line: 1, col: 1 });
+    let pat = ids.iter().position(|&i| i == "github-pat").unwrap();
+    assert_eq!(import.positions[pat].line, 10);
+    let default_pat = stock.rules.iter().find(|r| r.id == "github-pat").unwrap();
+    assert_eq!(import.rules[pat].regex, default_pat.regex);
+    assert_eq!(
+        import.rules[pat].allowlists.len(),
+        default_pat.allowlists.len() + 1
+    );
+    // The default config's global allowlist applies to this file's rule too.
+    assert_eq!(
+        import.rules.last().unwrap().allowlists.len(),
+        stock.allowlists.len()
+    );
     let messages: Vec<&str> = import.warnings.iter().map(|w| w.message.as_str()).collect();
     assert!(
-        messages[0].contains("`[extend]` is ignored"),
+        messages.iter().any(|m| m.contains("`no-such-rule`")),
         "{messages:?}"
     );
+    let r = Redactor::compile(false, &import.rules).unwrap();
+    assert_eq!(r.redact("x tka_abcd"), "x [REDACTED:a]");
+    let pat = format!("ghp_1{}", gen(ALNUM, 35, 3));
+    assert_eq!(r.redact(&pat), "[REDACTED:github-pat]");
+    let allowed = format!("ghp_0{}", gen(ALNUM, 35, 3));
+    assert_eq!(r.redact(&allowed), allowed);
+}
+
+#[test]
+fn extend_keys_are_checked() {
+    let err = parse("[extend]\nuseDefaults = true\n").unwrap_err();
     assert!(
-        messages[1].contains("regexTarget = \"line\""),
-        "{messages:?}"
+        err[0].message.contains("unknown key `useDefaults`"),
+        "{err:?}"
+    );
+    let err = parse("[extend]\nuseDefault = \"yes\"\n").unwrap_err();
+    assert!(err[0].message.contains("wrong type"), "{err:?}");
+    let ok = parse("[extend]\npath = \"base.toml\"\n").unwrap();
+    assert!(
+        ok.warnings[0].message.contains("is not followed"),
+        "{:?}",
+        ok.warnings
     );
 }
 

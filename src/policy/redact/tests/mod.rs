@@ -5,6 +5,7 @@ use super::*;
 use std::sync::OnceLock;
 
 mod builtin;
+mod caps;
 mod engine;
 mod generated;
 mod gitleaks;

@@ -17,17 +17,23 @@
 //!   the reason, so a stock gitleaks config still loads (a policy can turn
 //!   these into errors with `redact.unsupported: error`);
 //! - parts that do not apply to a text stream (`path` conditions, `commits`
-//!   and `paths` allowlists, `regexTarget = "line"`, `required` rules,
-//!   `[extend]`) are warned about; where they narrow a rule, dropping them
-//!   redacts more, never less.
+//!   and `paths` allowlists, `required` rules, `[extend] path`) are warned
+//!   about; where they narrow a rule, dropping them redacts more, never less.
+//!
+//! `[extend] useDefault = true` extends gitleaks' default config, shipped
+//! with toolgate ([`DEFAULT_CONFIG`]), as gitleaks does (see `extend`).
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::rules::{check_syntax, AllowTarget, AllowlistSpec, RedactRuleSpec, SecretGroup};
+use super::rules::{
+    check_syntax, AllowTarget, AllowlistSpec, KeywordScope, RedactRuleSpec, SecretGroup,
+};
 use super::syntax::ascii_perl_classes;
 use crate::config::parse::position_of;
 use crate::config::Position;
+
+mod extend;
 
 /// A problem found in a gitleaks file, at its position.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,13 +52,21 @@ pub struct GitleaksIssue {
 /// The rules a gitleaks file yields, and what was left out of it.
 #[derive(Clone, Debug, Default)]
 pub struct GitleaksImport {
-    /// Rules that will run, in file order.
+    /// Rules that will run, in file order (with `[extend] useDefault`,
+    /// gitleaks' default rules first).
     pub rules: Vec<RedactRuleSpec>,
-    /// Where each of `rules` is declared.
+    /// Where each of `rules` is declared (a default rule: at `[extend]`).
     pub positions: Vec<Position>,
     /// Rules skipped and parts ignored, as warnings.
     pub warnings: Vec<GitleaksIssue>,
+    /// The file-wide allowlists (already part of every rule's allowlists).
+    pub allowlists: Vec<AllowlistSpec>,
 }
+
+/// gitleaks' default config (`config/gitleaks.toml` of gitleaks 8.30.1,
+/// MIT licence: see `data/LICENSE-gitleaks`), which `[extend] useDefault =
+/// true` extends, as gitleaks itself does with the copy built into it.
+pub const DEFAULT_CONFIG: &str = include_str!("../data/gitleaks-8.30.1.toml");
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -197,14 +211,10 @@ pub fn parse(text: &str) -> Result<GitleaksImport, Vec<GitleaksIssue>> {
         errors: Vec::new(),
         warnings: Vec::new(),
     };
-    if let Some(extend) = &file.extend {
-        cx.warn(
-            extend.span(),
-            None,
-            "`[extend]` is ignored: gitleaks' default rules are not bundled and other files are not followed; use `redact.defaults: true` and list each file in `redact.gitleaks`".to_string(),
-            false,
-        );
-    }
+    let extension = match &file.extend {
+        Some(table) => extend::read(&mut cx, table),
+        None => extend::Extension::default(),
+    };
     if file.allowlist.is_some() && !file.allowlists.is_empty() {
         let span = file.allowlists[0].span();
         cx.error(
@@ -251,13 +261,14 @@ pub fn parse(text: &str) -> Result<GitleaksImport, Vec<GitleaksIssue>> {
             continue;
         }
         seen.push(id_str.to_string());
-        if let Some(spec) = import_rule(&mut cx, r, id, &global, &targeted) {
+        let patch = extension.base_has(id_str);
+        if let Some(spec) = import_rule(&mut cx, r, id, &global, &targeted, patch) {
             out.positions.push(cx.at(r.span()));
             out.rules.push(spec);
         }
     }
     for (target, _) in &targeted {
-        if !seen.contains(target.get_ref()) {
+        if !seen.contains(target.get_ref()) && !extension.base_has(target.get_ref()) {
             cx.error(
                 target.span(),
                 None,
@@ -271,6 +282,12 @@ pub fn parse(text: &str) -> Result<GitleaksImport, Vec<GitleaksIssue>> {
     if !cx.errors.is_empty() {
         return Err(cx.errors);
     }
+    let targeted: Vec<(String, AllowlistSpec)> = targeted
+        .into_iter()
+        .map(|(t, a)| (t.into_inner(), a))
+        .collect();
+    out.allowlists = global;
+    extension.apply(&mut cx, &mut out, &targeted);
     out.warnings = cx.warnings;
     Ok(out)
 }
@@ -281,10 +298,17 @@ fn import_rule(
     id: &Spanned<String>,
     global: &[AllowlistSpec],
     targeted: &[(Spanned<String>, AllowlistSpec)],
+    patch: bool,
 ) -> Option<RedactRuleSpec> {
     let rule = r.get_ref();
     let id_str = id.get_ref().as_str();
-    let Some(regex) = &rule.regex else {
+    // Extending a default rule: its regex may be left out (kept from the default).
+    let patch_regex = Spanned::new(r.span(), String::new());
+    let regex = match &rule.regex {
+        None if patch && rule.path.is_none() => Some(&patch_regex),
+        other => other.as_ref(),
+    };
+    let Some(regex) = regex else {
         if let Some(path) = &rule.path {
             cx.warn(
                 path.span(),
@@ -373,8 +397,15 @@ fn import_rule(
         entropy: rule.entropy.as_ref().map(|e| *e.get_ref()),
         allowlists,
         continuation: None,
+        // gitleaks asks only that a keyword occur in the text around a match.
+        keyword_scope: KeywordScope::Near,
     };
-    if let Err(reason) = check_syntax(&spec) {
+    let check = if spec.regex.is_empty() {
+        Ok(())
+    } else {
+        check_syntax(&spec)
+    };
+    if let Err(reason) = check {
         let span = if reason.starts_with("entropy") {
             rule.entropy.as_ref().map_or(regex.span(), |e| e.span())
         } else {
@@ -418,16 +449,7 @@ fn allowlist(
     let target = match al.regex_target.as_ref().map(|t| t.get_ref().as_str()) {
         None | Some("") | Some("secret") => AllowTarget::Secret,
         Some("match") => AllowTarget::Match,
-        Some("line") => {
-            let span = al.regex_target.as_ref().map_or(a.span(), |t| t.span());
-            cx.warn(
-                span,
-                rule,
-                "allowlist with `regexTarget = \"line\"` is ignored: a stream has no bounded line to test, so these findings stay redacted".to_string(),
-                false,
-            );
-            return None;
-        }
+        Some("line") => AllowTarget::Line,
         Some(other) => {
             let span = al.regex_target.as_ref().map_or(a.span(), |t| t.span());
             cx.error(
