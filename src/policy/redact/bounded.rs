@@ -5,12 +5,43 @@ use regex_automata::meta;
 use regex_syntax::hir::Hir;
 
 use super::caps;
-use super::rules::{CompiledBlock, SecretGroup};
+pub use super::caps::MAX_MATCH_LEN;
 use super::syntax::ascii_ast;
 
-/// The longest match any rule may have, in bytes. It bounds the window a rule
-/// runs in around a keyword and the text a stream holds back.
-pub const MAX_MATCH_LEN: usize = 4096;
+/// Which part of a match is the secret, replaced by `[REDACTED:id]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SecretGroup {
+    /// The whole match.
+    #[default]
+    Whole,
+    /// This capture group (1-based); the rest of the match stays as context.
+    Index(usize),
+    /// The first capture group that matched something, else the whole match
+    /// (gitleaks' behaviour when `secretGroup` is not set).
+    FirstNonEmpty,
+}
+
+impl From<usize> for SecretGroup {
+    fn from(n: usize) -> Self {
+        if n == 0 {
+            SecretGroup::Whole
+        } else {
+            SecretGroup::Index(n)
+        }
+    }
+}
+
+/// A block's body matchers.
+pub(super) struct CompiledBlock {
+    pub piece: meta::Regex,
+    pub piece_max: usize,
+    pub footer: meta::Regex,
+    pub footer_max: usize,
+    /// `true`: the footer is tried before each piece and ends the block (a
+    /// private key's END line); `false`: pieces go on while they match, then
+    /// the footer is tried once and taken if it matches.
+    pub footer_first: bool,
+}
 
 /// Rule regexes are written by people and loaded at runtime; this caps the
 /// memory one rule can take, compiled and in the lazy DFA's cache.

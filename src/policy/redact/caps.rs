@@ -29,7 +29,9 @@
 
 use regex_syntax::hir::{Capture, Class, ClassBytes, ClassBytesRange, Hir, HirKind, Repetition};
 
-use super::rules::MAX_MATCH_LEN;
+/// The longest match any rule may have, in bytes. It bounds the window a rule
+/// runs in around a keyword and the text a stream holds back.
+pub const MAX_MATCH_LEN: usize = 4096;
 
 /// How many repetitions beyond its minimum an unbounded repetition may take
 /// at first; the largest are halved while the regex is too large. Inside the

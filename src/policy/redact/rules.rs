@@ -14,32 +14,9 @@ use regex_automata::meta;
 
 use super::allowlist::{line_around, Allowlist};
 pub use super::allowlist::{AllowTarget, AllowlistSpec, LINE_CONTEXT};
-pub use super::bounded::MAX_MATCH_LEN;
-use super::bounded::{analyze, build, Analyzed, Overflow};
+use super::bounded::{analyze, build, Analyzed, CompiledBlock, Overflow};
+pub use super::bounded::{SecretGroup, MAX_MATCH_LEN};
 use super::entropy::shannon_entropy;
-
-/// Which part of a match is the secret, replaced by `[REDACTED:id]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SecretGroup {
-    /// The whole match.
-    #[default]
-    Whole,
-    /// This capture group (1-based); the rest of the match stays as context.
-    Index(usize),
-    /// The first capture group that matched something, else the whole match
-    /// (gitleaks' behaviour when `secretGroup` is not set).
-    FirstNonEmpty,
-}
-
-impl From<usize> for SecretGroup {
-    fn from(n: usize) -> Self {
-        if n == 0 {
-            SecretGroup::Whole
-        } else {
-            SecretGroup::Index(n)
-        }
-    }
-}
 
 /// How a block-shaped secret continues after its opening match (a private
 /// key's body after its `BEGIN` line). The body is taken piece by piece, so a
@@ -103,18 +80,6 @@ pub struct RedactRuleError {
     pub id: String,
     /// What is wrong, phrased for the person who wrote the rule.
     pub message: String,
-}
-
-/// A block's body matchers.
-pub(super) struct CompiledBlock {
-    pub piece: meta::Regex,
-    pub piece_max: usize,
-    pub footer: meta::Regex,
-    pub footer_max: usize,
-    /// `true`: the footer is tried before each piece and ends the block (a
-    /// private key's END line); `false`: pieces go on while they match, then
-    /// the footer is tried once and taken if it matches.
-    pub footer_first: bool,
 }
 
 /// What building a rule's regex gives: the automata, and how far its matches reach.
