@@ -10,6 +10,7 @@ pub mod manifest;
 pub(crate) mod manifest_positions;
 pub(crate) mod parse;
 pub mod policy_file;
+pub mod results_file;
 pub mod yaml;
 
 use std::collections::HashSet;

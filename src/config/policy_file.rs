@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::results_file::{ExitCodes, OutputTestSpec, ResultRuleSpec};
+
 /// The three decisions a before-rule can make.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -74,6 +76,10 @@ pub struct PolicyFile {
     /// Conditions on any tool's arguments.
     #[serde(default)]
     pub rules: Vec<RuleSpec>,
+    /// After-rules on results: checked in order after every call (after
+    /// redaction); the first whose condition holds applies its actions.
+    #[serde(default)]
+    pub results: Vec<ResultRuleSpec>,
     /// Secret redaction applied to tool output.
     #[serde(default)]
     pub redact: Option<RedactSection>,
@@ -93,6 +99,7 @@ pub const POLICY_FIELDS: &[&str] = &[
     "paths",
     "commands",
     "rules",
+    "results",
     "redact",
     "terminate",
     "limits",
@@ -222,7 +229,8 @@ pub struct Examples {
 }
 
 /// A condition on arguments: either one argument with one test, or a
-/// combination (`all`, `any`, `not`).
+/// combination (`all`, `any`, `not`). In `results:` rules a condition may
+/// also be one result test: `output`, `is_error` or `exit_code`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Condition {
@@ -259,6 +267,16 @@ pub struct Condition {
     /// The condition does not hold.
     #[serde(default)]
     pub not: Option<Box<Condition>>,
+    /// `results:` only — a test on the result's text.
+    #[serde(default)]
+    pub output: Option<OutputTestSpec>,
+    /// `results:` only — the result is (`true`) or is not (`false`) an error.
+    #[serde(default)]
+    pub is_error: Option<bool>,
+    /// `results:` only — the command exited with this code, or one of these
+    /// (bash and exec tools).
+    #[serde(default)]
+    pub exit_code: Option<ExitCodes>,
 }
 
 /// A size such as `1MB`, `512KB`, `2.5 MB` or a plain number of bytes.

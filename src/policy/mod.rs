@@ -9,6 +9,7 @@
 //! - [`shell`]: splitting a shell script into simple commands;
 //! - [`commands`]: the allow / ask / deny command lists;
 //! - [`rules`]: argument conditions with their examples;
+//! - [`results`]: after-rules on what a call returned;
 //! - [`redact`]: secret redaction of output;
 //! - [`limits`]: what one call, command or batch may cost;
 //! - [`decide`]: combining all of the above into one verdict.
@@ -20,6 +21,7 @@ pub mod finding;
 pub mod limits;
 pub mod paths;
 pub mod redact;
+pub mod results;
 pub mod rules;
 pub mod shell;
 pub mod tools;
@@ -52,6 +54,8 @@ pub struct Policy {
     pub(crate) commands: commands::CommandRules,
     /// Argument rules.
     pub(crate) rules: rules::RuleSet,
+    /// After-rules on results.
+    pub(crate) results: results::ResultRules,
     /// Decision for tools no manifest describes.
     pub(crate) unknown_tools: UnknownToolDecision,
     /// Tools whose successful call ends the batch.
@@ -118,6 +122,11 @@ impl Policy {
     /// The manifest of tool `name`, active or not.
     pub fn manifest(&self, name: &str) -> Option<&crate::config::Manifest> {
         self.tools.get(name).map(|t| &*t.manifest)
+    }
+
+    /// The after-rules on results (`results:`), in order.
+    pub fn results(&self) -> &results::ResultRules {
+        &self.results
     }
 
     /// The policy's limits (time, output, input sizes).
