@@ -77,10 +77,10 @@ pub struct ResultExample {
     pub output: String,
     /// Whether the result is an error (default: false, or true when
     /// `exit_code` is given and not 0).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
     /// The command's exit code (bash and exec tools).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
 }
 
