@@ -60,7 +60,10 @@ fn a_failing_test_summary_terminates_with_a_note() {
     let t = texts(&r);
     assert!(t[0].contains("test result: FAILED"), "{t:?}");
     assert!(t[0].ends_with("Command exited with code 101"), "{t:?}");
-    assert_eq!(t.last().unwrap(), "Tests failed: stop and report which ones.");
+    assert_eq!(
+        t.last().unwrap(),
+        "Tests failed: stop and report which ones."
+    );
     assert_eq!(
         r["details"]["resultRule"],
         json!({"id": "stop-on-failed-tests", "actions": ["terminate", "note"]})
@@ -82,7 +85,11 @@ fn a_failing_test_summary_terminates_with_a_note() {
 fn a_large_listing_is_replaced_and_made_an_error() {
     let dir = tempfile::tempdir().unwrap();
     for i in 0..100 {
-        std::fs::write(dir.path().join(format!("file-with-a-long-name-{i:03}.txt")), "").unwrap();
+        std::fs::write(
+            dir.path().join(format!("file-with-a-long-name-{i:03}.txt")),
+            "",
+        )
+        .unwrap();
     }
     let (o, r) = call(dir.path(), "ls", json!({"path": "."}));
     assert_eq!(o.status.code(), Some(1));
@@ -107,7 +114,11 @@ fn a_large_listing_is_replaced_and_made_an_error() {
 #[test]
 fn exit_codes_match_only_the_listed_codes() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, r) = call(dir.path(), "bash", json!({"command": "echo bad input; exit 3"}));
+    let (_, r) = call(
+        dir.path(),
+        "bash",
+        json!({"command": "echo bad input; exit 3"}),
+    );
     assert_eq!(r["is_error"], true, "a non-zero exit stays an error");
     assert_eq!(
         texts(&r),
@@ -133,7 +144,11 @@ fn exit_codes_match_only_the_listed_codes() {
 #[test]
 fn redact_all_hides_the_content_and_the_details() {
     let dir = tempfile::tempdir().unwrap();
-    let (o, r) = call(dir.path(), "bash", json!({"command": "printenv HOME; seq 1 5000"}));
+    let (o, r) = call(
+        dir.path(),
+        "bash",
+        json!({"command": "printenv HOME; seq 1 5000"}),
+    );
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(texts(&r), ["[REDACTED:hide-env]"]);
     assert_eq!(r["is_error"], false);
@@ -149,7 +164,11 @@ fn redact_all_hides_the_content_and_the_details() {
 #[test]
 fn contains_and_is_error_and_lines_over() {
     let dir = tempfile::tempdir().unwrap();
-    let (o, r) = call(dir.path(), "bash", json!({"command": "printf 'Password: '"}));
+    let (o, r) = call(
+        dir.path(),
+        "bash",
+        json!({"command": "printf 'Password: '"}),
+    );
     assert_eq!(o.status.code(), Some(1), "the rule made it an error");
     assert_eq!(r["is_error"], true);
     assert_eq!(r["details"]["resultRule"]["id"], "password-prompt");
@@ -174,7 +193,8 @@ fn the_batch_ends_only_when_every_result_asks_to() {
     let policy = toolgate::Policy::load(
         policy(),
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tool-manifests"),
-    ).unwrap();
+    )
+    .unwrap();
     let ws = toolgate::Workspace::new(dir.path()).unwrap();
     let executor = toolgate::Executor::try_new(policy, ws).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();

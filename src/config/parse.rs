@@ -48,8 +48,12 @@ fn rule_list<T: DeserializeOwned>(
         }
         Value::Null => {}
         _ => diags.push(
-            Diagnostic::new(&file.name, map.value(key), format!("`{key}` must be a list"))
-                .with_help("write each rule as a `- id: …` item"),
+            Diagnostic::new(
+                &file.name,
+                map.value(key),
+                format!("`{key}` must be a list"),
+            )
+            .with_help("write each rule as a `- id: …` item"),
         ),
     }
 }
@@ -152,7 +156,14 @@ pub fn policy_value(
                 Some(())
             }
             "results" => {
-                rule_list(file, &map, "results", value, &mut diags, &mut policy.results);
+                rule_list(
+                    file,
+                    &map,
+                    "results",
+                    value,
+                    &mut diags,
+                    &mut policy.results,
+                );
                 Some(())
             }
             other => {

@@ -2,13 +2,13 @@
 //! a call returned, as serde structs.
 //!
 //! Their conditions are the argument conditions of `rules:`
-//! ([`Condition`]), plus the result tests `output`, `is_error` and
-//! `exit_code`; what they mean is decided by [`crate::policy::results`].
+//! ([`Condition`]), which include the result tests `output`, `is_error`
+//! and `exit_code`; what they mean is decided by [`crate::policy::results`].
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::policy_file::{ByteSize, Condition};
+use super::condition::Condition;
 
 /// One after-rule: when a call's result matches `when`, `then` applies.
 /// Rules are checked in order after redaction; the first match applies.
@@ -82,42 +82,4 @@ pub struct ResultExample {
     /// The command's exit code (bash and exec tools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
-}
-
-/// A test on a result's text (after redaction). Exactly one is given.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OutputTestSpec {
-    /// The text contains a match of this regex (Rust `regex` syntax).
-    #[serde(default)]
-    pub matches: Option<String>,
-    /// The text contains this string.
-    #[serde(default)]
-    pub contains: Option<String>,
-    /// The text is bigger than this (`20KB`, `1MB`, `100`).
-    #[serde(default)]
-    pub larger_than: Option<ByteSize>,
-    /// The text has more lines than this.
-    #[serde(default)]
-    pub lines_over: Option<u64>,
-}
-
-/// One exit code or a list of them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ExitCodes {
-    /// One code.
-    One(i64),
-    /// Any of these codes.
-    Many(Vec<i64>),
-}
-
-impl ExitCodes {
-    /// The codes as a list.
-    pub fn to_vec(&self) -> Vec<i64> {
-        match self {
-            ExitCodes::One(c) => vec![*c],
-            ExitCodes::Many(cs) => cs.clone(),
-        }
-    }
 }

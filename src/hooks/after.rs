@@ -20,7 +20,12 @@ use crate::policy::rules::ResultFacts;
 use crate::Policy;
 
 /// The answer to an after-event.
-pub(super) fn after(agent: Agent, args: &HookOptions, policy: &Policy, payload: &Payload) -> Answer {
+pub(super) fn after(
+    agent: Agent,
+    args: &HookOptions,
+    policy: &Policy,
+    payload: &Payload,
+) -> Answer {
     let Some(response) = &payload.tool_response else {
         return Answer::Silent;
     };
@@ -83,7 +88,10 @@ fn result_rule<'p>(
     };
     // Redaction comes first, as in the executor: the rules see what the
     // model would see.
-    let text = policy.redactor().redact(&response_text(response)).into_owned();
+    let text = policy
+        .redactor()
+        .redact(&response_text(response))
+        .into_owned();
     let is_error = response_is_error(response);
     calls.iter().find_map(|mapped| {
         let reports = policy
@@ -133,7 +141,10 @@ fn rule_answer(rule: &ResultRule, tool: &str, secrets: Option<(String, String)>)
     match secrets {
         Some((reason, redacted)) => Answer::Block {
             reason: if as_error {
-                format!("{reason} {label}: {}", note.unwrap_or("the policy marks this result as an error."))
+                format!(
+                    "{reason} {label}: {}",
+                    note.unwrap_or("the policy marks this result as an error.")
+                )
             } else {
                 reason
             },
@@ -191,8 +202,7 @@ fn response_is_error(response: &Value) -> bool {
     };
     o.get("is_error").and_then(Value::as_bool) == Some(true)
         || o.get("success").and_then(Value::as_bool) == Some(false)
-        || o
-            .get("error")
+        || o.get("error")
             .is_some_and(|e| !(e.is_null() || e == &Value::Bool(false) || e == ""))
 }
 

@@ -14,8 +14,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::Decision;
-use crate::config::policy_file::{parse_byte_size, Condition};
-use crate::config::results_file::OutputTestSpec;
+use crate::config::condition::{parse_byte_size, Condition, OutputTestSpec};
 
 /// The largest regex a rule may compile to (bytes of compiled program):
 /// policy files come from people, and a regex must not cost unbounded memory.
@@ -511,8 +510,7 @@ fn compile_regex(pattern: &str, at: &str, errors: &mut Vec<CondError>) -> Option
             errors.push((
                 at.to_string(),
                 format!("invalid regex `{pattern}`: {short}"),
-                "fix the regex (Rust `regex` syntax: no look-around or backreferences)"
-                    .to_string(),
+                "fix the regex (Rust `regex` syntax: no look-around or backreferences)".to_string(),
             ));
             None
         }
@@ -611,91 +609,5 @@ fn expand_within(value: &Value, budget: &mut u64) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn compile(yaml: &str, types: &[(&str, &str)]) -> Result<Cond, Vec<CondError>> {
-        let cond: Condition = serde_yaml::from_str(yaml).unwrap();
-        let lookup = |a: &str| {
-            types
-                .iter()
-                .find(|(n, _)| *n == a)
-                .map(|(_, t)| vec![t.to_string()])
-        };
-        let mut errors = Vec::new();
-        compile_condition(&cond, "when", &lookup, None, &mut errors)
-            .filter(|_| errors.is_empty())
-            .ok_or(errors)
-    }
-
-    fn args(json: &str) -> Map<String, Value> {
-        serde_json::from_str(json).unwrap()
-    }
-
-    #[test]
-    fn combinators_and_tests() {
-        let c = compile("{ all: [ { arg: path, glob: 'src/**' }, { not: { arg: content, matches: 'TODO' } } ] }", &[("path", "string"), ("content", "string")]).unwrap();
-        let none = |_: &str, _: &str| None;
-        assert!(c.eval(&args(r#"{"path":"src/a/b.rs","content":"ok"}"#), &none));
-        assert!(!c.eval(&args(r#"{"path":"src/a.rs","content":"TODO"}"#), &none));
-        assert!(!c.eval(&args(r#"{"path":"docs/a.md","content":"ok"}"#), &none));
-    }
-
-    #[test]
-    fn type_errors_name_the_argument() {
-        let err = compile("{ arg: limit, matches: 'x' }", &[("limit", "number")]).unwrap_err();
-        assert!(
-            err[0]
-                .1
-                .contains("`matches` needs a string argument, but `limit` is number"),
-            "{err:?}"
-        );
-        let err = compile("{ arg: nope, present: true }", &[("limit", "number")]).unwrap_err();
-        assert!(
-            err[0].1.contains("argument `nope` does not exist"),
-            "{err:?}"
-        );
-        let err = compile("{ arg: limit, equals: 'ten' }", &[("limit", "number")]).unwrap_err();
-        assert!(
-            err[0].1.contains("is a string, but `limit` is number"),
-            "{err:?}"
-        );
-    }
-
-    #[test]
-    fn bad_shapes_and_regexes_are_errors() {
-        assert!(compile("{ arg: a, equals: 1, matches: x }", &[("a", "string")]).is_err());
-        assert!(compile("{ any: [] }", &[("a", "string")]).is_err());
-        let err = compile("{ arg: a, matches: '(unclosed' }", &[("a", "string")]).unwrap_err();
-        assert!(err[0].1.starts_with("invalid regex"), "{err:?}");
-        let err = compile(
-            "{ arg: a, matches: '\\w{1000}\\w{1000}\\w{1000}' }",
-            &[("a", "string")],
-        )
-        .unwrap_err();
-        assert!(err[0].1.contains("too large"), "{err:?}");
-    }
-
-    #[test]
-    fn sizes_and_placeholders() {
-        let c = compile(
-            "{ arg: content, larger_than: 1KB }",
-            &[("content", "string")],
-        )
-        .unwrap();
-        let none = |_: &str, _: &str| None;
-        // Together at most 64 MB: the third placeholder stays as written.
-        let many = expand_placeholders(
-            &serde_json::json!({"a": "<30 MB>", "b": "<30 MB>", "c": "<30 MB>"}),
-        );
-        let sizes: Vec<usize> = ["a", "b", "c"]
-            .iter()
-            .map(|k| many[k].as_str().map_or(0, str::len))
-            .collect();
-        assert_eq!(sizes, [30 << 20, 30 << 20, 7]);
-        let big = expand_placeholders(&serde_json::json!({"content": "<2 KB>"}));
-        assert_eq!(big["content"].as_str().unwrap().len(), 2048);
-        assert!(c.eval(big.as_object().unwrap(), &none));
-        assert!(!c.eval(&args(r#"{"content":"<not a size>"}"#), &none));
-    }
-}
+#[path = "rules_tests.rs"]
+mod tests;
