@@ -114,6 +114,19 @@ pub struct ResultFacts<'a> {
     pub exit_code: Option<i64>,
 }
 
+impl<'a> ResultFacts<'a> {
+    /// The facts of a result written down by hand (a rule's example, a
+    /// policy test): an error when it says so, or when its exit code is
+    /// not 0.
+    pub fn written(text: &'a str, is_error: Option<bool>, exit_code: Option<i64>) -> Self {
+        ResultFacts {
+            text,
+            is_error: is_error.unwrap_or(exit_code.is_some_and(|c| c != 0)),
+            exit_code,
+        }
+    }
+}
+
 /// Which result tests a condition may use (`None` where none may: `rules:`).
 #[derive(Clone, Copy, Debug)]
 pub struct ResultScope<'a> {

@@ -208,13 +208,11 @@ impl Compiler {
 fn example_matches(cond: &Cond, example: &ResultExample) -> bool {
     let args = expand_placeholders(&Value::Object(example.args.clone()));
     let output = expand_placeholders(&Value::String(example.output.clone()));
-    let facts = ResultFacts {
-        text: output.as_str().unwrap_or_default(),
-        is_error: example
-            .is_error
-            .unwrap_or(example.exit_code.is_some_and(|c| c != 0)),
-        exit_code: example.exit_code,
-    };
+    let facts = ResultFacts::written(
+        output.as_str().unwrap_or_default(),
+        example.is_error,
+        example.exit_code,
+    );
     let key = |_: &str, raw: &str| Some(lexical_relative(raw));
     args.as_object()
         .is_some_and(|a| cond.eval_result(a, &key, &facts))
