@@ -118,6 +118,7 @@ fn every_shipped_policy_checks_clean() {
         "../../policies/default.yaml",
         "../../policies/examples/ci-readonly.yaml",
         "../../policies/examples/strict.yaml",
+        "../../policies/examples/results.yaml",
     ] {
         let o = toolgate(&[
             "check",
@@ -307,7 +308,7 @@ fn policy_tests_state_the_result_rule_for_an_output() {
         "test",
         "--policies",
         "../../policies/examples/results.yaml",
-        "../../policies/tests/results.yaml",
+        "../../policies/examples/tests/results.yaml",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(

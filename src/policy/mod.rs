@@ -143,11 +143,12 @@ impl Policy {
     /// (what `toolgate check` prints after `ok: policy`).
     pub fn summary(&self) -> String {
         format!(
-            "{} — {} files, active tools: {}; {} rules, {} command patterns, {} redaction rules",
+            "{} — {} files, active tools: {}; {} rules, {} result rules, {} command patterns, {} redaction rules",
             self.version,
             self.files.len(),
             self.tools.active.join(", "),
             self.rules.rules.len(),
+            self.results.rules.len(),
             self.commands.allow.len() + self.commands.ask.len() + self.commands.deny.len(),
             self.redactor.len()
         )
