@@ -229,4 +229,53 @@ mod tests {
         assert!(!response_is_error(&json!({"error": null, "stdout": ""})));
         assert_eq!(response_exit_code(&json!({"exit_code": 3})), Some(3));
     }
+
+    fn rule(then: crate::policy::results::ResultActions) -> ResultRule {
+        ResultRule {
+            id: "r".into(),
+            tools: vec!["bash".into()],
+            cond: crate::policy::rules::Cond::IsError(false),
+            then,
+        }
+    }
+
+    #[test]
+    fn secrets_still_block_unless_the_rule_replaces_the_output() {
+        use crate::policy::results::ResultActions;
+        let secrets = || Some(("redact[x]".to_string(), "[REDACTED:x]".to_string()));
+        let note = rule(ResultActions {
+            note: Some("Look.".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            rule_answer(&note, "Bash", secrets()),
+            Answer::Block {
+                reason: "redact[x]".into(),
+                context: Some("[REDACTED:x]\n\nLook.".into()),
+                stop: None,
+            }
+        );
+        assert_eq!(
+            rule_answer(&note, "Bash", None),
+            Answer::Note {
+                context: Some("Look.".into()),
+                stop: None,
+            }
+        );
+        let hidden = rule(ResultActions {
+            redact_all: true,
+            terminate: true,
+            ..Default::default()
+        });
+        let Answer::Block { context, stop, .. } = rule_answer(&hidden, "Bash", secrets()) else {
+            panic!("a replaced output blocks");
+        };
+        assert_eq!(context.as_deref(), Some("[REDACTED:r]"));
+        assert!(stop.unwrap().starts_with("toolgate result rule r:"));
+        let quiet = rule(ResultActions {
+            is_error: Some(false),
+            ..Default::default()
+        });
+        assert_eq!(rule_answer(&quiet, "Bash", None), Answer::Silent);
+    }
 }
