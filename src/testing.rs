@@ -16,6 +16,14 @@
 //!     decision: deny
 //!     rule: no-force-push     # optional: the deciding rule id
 //!     reason_contains: force  # optional
+//!   - name: failing tests stop the agent
+//!     tool: bash
+//!     args: { command: "cargo test" }
+//!     decision: allow
+//!     output: "test result: FAILED. 1 passed; 2 failed"  # what the call returned
+//!     exit_code: 101          # optional (bash and exec tools; default 0 unless is_error)
+//!     is_error: true          # optional (default: exit_code is not 0)
+//!     result_rule: stop-on-failed-tests   # the after-rule that applies (`null`: none)
 //! ```
 
 use std::collections::BTreeMap;
@@ -24,7 +32,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::policy::rules::expand_placeholders;
+use crate::policy::rules::{expand_placeholders, ResultFacts};
 use crate::{Decision, Policy, ToolCall, Workspace};
 
 /// One policy test file.
@@ -60,10 +68,49 @@ pub struct TestCase {
     /// Text the reason must contain.
     #[serde(default)]
     pub reason_contains: Option<String>,
+    /// What the call returned, for `result_rule` (`"<30 KB>"` placeholders
+    /// expand to text of that size).
+    #[serde(default)]
+    pub output: Option<String>,
+    /// Whether the result is an error (default: `exit_code` is given and not 0).
+    #[serde(default)]
+    pub is_error: Option<bool>,
+    /// The command's exit code (bash and exec tools; default 0 for a result
+    /// that is not an error).
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    /// The result rule (`results:`) that must apply to the result (`null`
+    /// for "none"), for the call returning `output` (default: empty).
+    #[serde(default, deserialize_with = "some_option")]
+    pub result_rule: Option<Option<String>>,
 }
 
 fn some_option<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
     Option::<String>::deserialize(d).map(Some)
+}
+
+/// The result rule that applies to `case`'s call returning its `output`,
+/// asked of the policy exactly as the executor's after-hook asks it.
+fn result_rule(policy: &Policy, root: &Path, case: &TestCase, args: &Value) -> Option<String> {
+    let output = expand_placeholders(&Value::String(case.output.clone().unwrap_or_default()));
+    let text = output.as_str().unwrap_or_default();
+    // The after-hook sees redacted output: so does the test.
+    let text = policy.redactor().redact(text);
+    let reports = policy
+        .tool(&case.tool)
+        .is_some_and(|t| t.reports_exit_code());
+    let mut facts = ResultFacts::written(&text, case.is_error, case.exit_code);
+    facts.exit_code = match case.exit_code {
+        Some(code) if reports => Some(code),
+        None if reports && !facts.is_error => Some(0),
+        _ => None,
+    };
+    let empty = Map::new();
+    let args = args.as_object().unwrap_or(&empty);
+    policy
+        .results()
+        .first_match(&case.tool, args, root, &facts)
+        .map(|r| r.id.clone())
 }
 
 /// The outcome of one case.
@@ -154,6 +201,25 @@ pub fn run_test_file(
         if let Some(text) = &case.reason_contains {
             if !verdict.reason.contains(text.as_str()) {
                 problems.push(format!("expected the reason to contain {text:?}"));
+            }
+        }
+        let states_result =
+            case.output.is_some() || case.is_error.is_some() || case.exit_code.is_some();
+        if states_result && case.result_rule.is_none() {
+            // A stated output that nothing checks would be a test that cannot fail.
+            problems.push(
+                "`output`, `is_error` or `exit_code` is given, but no `result_rule` to check; add `result_rule: ID` (or `null`)"
+                    .to_string(),
+            );
+        }
+        if let Some(want) = &case.result_rule {
+            let got = result_rule(policy, &root, case, &call.arguments);
+            if &got != want {
+                problems.push(format!(
+                    "expected result rule {}, got {}",
+                    want.as_deref().unwrap_or("null"),
+                    got.as_deref().unwrap_or("null")
+                ));
             }
         }
         let failure = (!problems.is_empty()).then(|| {

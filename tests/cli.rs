@@ -153,6 +153,7 @@ fn every_shipped_policy_checks_clean() {
         "../../policies/default.yaml",
         "../../policies/examples/ci-readonly.yaml",
         "../../policies/examples/strict.yaml",
+        "../../policies/examples/results.yaml",
     ] {
         let o = toolgate(&[
             "check",
@@ -334,6 +335,44 @@ fn policy_tests_pass_and_fail_with_exit_codes() {
         "{out}"
     );
     assert!(out.trim_end().ends_with("0 passed, 1 failed"), "{out}");
+}
+
+#[test]
+fn policy_tests_state_the_result_rule_for_an_output() {
+    let o = toolgate(&[
+        "test",
+        "--policies",
+        "../../policies/examples/results.yaml",
+        "../../policies/examples/tests/results.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).trim_end().ends_with("8 passed, 0 failed"),
+        "{}",
+        stdout(&o)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("wrong.yaml");
+    std::fs::write(
+        &t,
+        "tests:\n  - name: passing tests stop\n    tool: bash\n    args: { command: \"cargo test\" }\n    decision: allow\n    output: \"test result: ok\"\n    result_rule: stop-on-failed-tests\n  - name: output nobody checks\n    tool: bash\n    args: { command: \"ls\" }\n    decision: allow\n    output: \"x\"\n",
+    )
+    .unwrap();
+    let o = toolgate(&[
+        "test",
+        "--policies",
+        "../../policies/examples/results.yaml",
+        t.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(
+        out.contains("passing tests stop: expected result rule stop-on-failed-tests, got null"),
+        "{out}"
+    );
+    assert!(out.contains("no `result_rule` to check"), "{out}");
+    assert!(out.trim_end().ends_with("0 passed, 2 failed"), "{out}");
 }
 
 #[test]

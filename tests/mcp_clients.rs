@@ -127,6 +127,15 @@ fn check_full_report(r: &Value) {
     assert_eq!(r["unknown"]["code"], -32602, "{r}");
     assert_eq!(r["invalid"]["is_error"], true, "{r}");
     assert!(text(&r["invalid"]).contains("Validation failed"), "{r}");
+    // The policy's result rule, applied by the same after-hook as `call`.
+    assert_eq!(r["result_rule"]["is_error"], true, "{r}");
+    assert_eq!(
+        text(&r["result_rule"]),
+        "result-rule FAILED\n\nTests failed: stop.",
+        "{r}"
+    );
+    assert_eq!(r["no_result_rule"]["is_error"], false, "{r}");
+    assert_eq!(text(&r["no_result_rule"]), "result-rule ok\n", "{r}");
 
     let progress = &r["progress"];
     assert_eq!(text(&progress["result"]), "1\n2\n3\n", "{r}");

@@ -4,12 +4,14 @@
 //! Nothing here decides anything; [`crate::policy::compile`] turns what this
 //! module loads into a [`crate::policy::Policy`].
 
+pub mod condition;
 pub mod diagnostics;
 mod embedded;
 pub mod manifest;
 pub(crate) mod manifest_positions;
 pub(crate) mod parse;
 pub mod policy_file;
+pub mod results_file;
 pub mod yaml;
 
 use std::collections::HashSet;

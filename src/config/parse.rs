@@ -28,6 +28,36 @@ pub fn position_of(text: &str, byte: usize) -> Position {
     Position { line, col }
 }
 
+/// A list of rules (`rules:`, `results:`), each item parsed on its own so
+/// one broken rule does not hide the problems of the others.
+fn rule_list<T: DeserializeOwned>(
+    file: &SourceFile,
+    map: &SourceMap,
+    key: &str,
+    value: Value,
+    diags: &mut Diagnostics,
+    into: &mut Vec<T>,
+) {
+    match value {
+        Value::Sequence(items) => {
+            for (i, item) in items.into_iter().enumerate() {
+                if let Some(rule) = section(file, map, &format!("{key}.{i}"), item, diags) {
+                    into.push(rule);
+                }
+            }
+        }
+        Value::Null => {}
+        _ => diags.push(
+            Diagnostic::new(
+                &file.name,
+                map.value(key),
+                format!("`{key}` must be a list"),
+            )
+            .with_help("write each rule as a `- id: …` item"),
+        ),
+    }
+}
+
 /// `rules.1.when` -> `rules[1].when`, the way people read paths.
 pub fn display_path(dotted: &str) -> String {
     let mut out = String::new();
@@ -122,22 +152,18 @@ pub fn policy_value(
             }
             "limits" => section(file, &map, "limits", value, &mut diags).map(|v| policy.limits = v),
             "rules" => {
-                match value {
-                    Value::Sequence(items) => {
-                        for (i, item) in items.into_iter().enumerate() {
-                            if let Some(rule) =
-                                section(file, &map, &format!("rules.{i}"), item, &mut diags)
-                            {
-                                policy.rules.push(rule);
-                            }
-                        }
-                    }
-                    Value::Null => {}
-                    _ => diags.push(
-                        Diagnostic::new(&file.name, map.value("rules"), "`rules` must be a list")
-                            .with_help("write each rule as a `- id: …` item"),
-                    ),
-                }
+                rule_list(file, &map, "rules", value, &mut diags, &mut policy.rules);
+                Some(())
+            }
+            "results" => {
+                rule_list(
+                    file,
+                    &map,
+                    "results",
+                    value,
+                    &mut diags,
+                    &mut policy.results,
+                );
                 Some(())
             }
             other => {

@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use super::condition::{parse_byte_size, ByteSize, Condition};
+use super::results_file::ResultRuleSpec;
+
 /// The three decisions a before-rule can make.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -74,6 +77,10 @@ pub struct PolicyFile {
     /// Conditions on any tool's arguments.
     #[serde(default)]
     pub rules: Vec<RuleSpec>,
+    /// After-rules on results: checked in order after every call (after
+    /// redaction); the first whose condition holds applies its actions.
+    #[serde(default)]
+    pub results: Vec<ResultRuleSpec>,
     /// Secret redaction applied to tool output.
     #[serde(default)]
     pub redact: Option<RedactSection>,
@@ -93,6 +100,7 @@ pub const POLICY_FIELDS: &[&str] = &[
     "paths",
     "commands",
     "rules",
+    "results",
     "redact",
     "terminate",
     "limits",
@@ -289,56 +297,6 @@ pub struct Examples {
     pub not_match: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
-/// A condition on arguments: either one argument with one test, or a
-/// combination (`all`, `any`, `not`).
-#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Condition {
-    /// The argument tested.
-    #[serde(default)]
-    pub arg: Option<String>,
-    /// The argument equals this value.
-    #[serde(default)]
-    pub equals: Option<serde_json::Value>,
-    /// The argument equals one of these values.
-    #[serde(default)]
-    pub one_of: Option<Vec<serde_json::Value>>,
-    /// The (string) argument contains a match of this regex.
-    #[serde(default)]
-    pub matches: Option<String>,
-    /// The (string) argument matches this glob (`*` does not cross `/`).
-    #[serde(default)]
-    pub glob: Option<String>,
-    /// The argument's size is over this many bytes (`1MB`, `512KB`, `100`).
-    #[serde(default)]
-    pub larger_than: Option<ByteSize>,
-    /// The argument is given (true) or not (false).
-    #[serde(default)]
-    pub present: Option<bool>,
-    /// The argument is not given (true) or is (false).
-    #[serde(default)]
-    pub missing: Option<bool>,
-    /// Every condition holds.
-    #[serde(default)]
-    pub all: Option<Vec<Condition>>,
-    /// At least one condition holds.
-    #[serde(default)]
-    pub any: Option<Vec<Condition>>,
-    /// The condition does not hold.
-    #[serde(default)]
-    pub not: Option<Box<Condition>>,
-}
-
-/// A size such as `1MB`, `512KB`, `2.5 MB` or a plain number of bytes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ByteSize {
-    /// Bytes.
-    Bytes(u64),
-    /// A number with a unit: B, KB, MB, GB (powers of 1024).
-    Text(String),
-}
-
 /// `redact:` — secret redaction of tool output (results, details, progress
 /// updates, error messages and decision logs).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -473,42 +431,6 @@ pub struct LimitsSection {
     /// Tool calls executing at once (default 16); more wait their turn.
     #[serde(default)]
     pub max_concurrent_calls: Option<u32>,
-}
-
-impl ByteSize {
-    /// The size in bytes, or what is wrong with the text.
-    pub fn bytes(&self) -> Result<u64, String> {
-        match self {
-            ByteSize::Bytes(n) => Ok(*n),
-            ByteSize::Text(t) => parse_byte_size(t),
-        }
-    }
-}
-
-/// Parses `1MB`, `512 KB`, `2.5MB`, `100B`, `100` (powers of 1024).
-pub fn parse_byte_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| {
-        format!(
-            "`{text}` is not a size; write a number with an optional unit, like `1MB` or `512KB`"
-        )
-    })?;
-    let factor: u64 = match unit.trim().to_ascii_uppercase().as_str() {
-        "" | "B" => 1,
-        "K" | "KB" | "KIB" => 1 << 10,
-        "M" | "MB" | "MIB" => 1 << 20,
-        "G" | "GB" | "GIB" => 1 << 30,
-        other => {
-            return Err(format!(
-                "unknown size unit `{other}` in `{text}`; use B, KB, MB or GB"
-            ))
-        }
-    };
-    Ok((value * factor as f64) as u64)
 }
 
 /// Parses `120s`, `2m`, `500ms`, `1h`, or a plain number of seconds.

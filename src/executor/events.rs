@@ -42,6 +42,10 @@ pub struct ToolResult {
     /// Time spent executing, when the tool ran.
     #[serde(skip)]
     pub duration: Option<Duration>,
+    /// The id of the result rule (`results:`) that applied, if one did (for
+    /// logs and metrics; the details say so too).
+    #[serde(skip)]
+    pub result_rule: Option<String>,
 }
 
 impl ToolResult {
@@ -57,6 +61,7 @@ impl ToolResult {
             verdict: None,
             policy_version: String::new(),
             duration: None,
+            result_rule: None,
         }
     }
 

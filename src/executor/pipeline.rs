@@ -291,7 +291,12 @@ pub async fn execute(
     result.verdict = Some(verdict);
     result.policy_version = snapshot.policy.version.clone();
     result.duration = Some(duration);
-    after::finalize(&snapshot.policy, &mut result);
+    after::finalize(
+        &snapshot.policy,
+        snapshot.workspace.root(),
+        &call.arguments,
+        &mut result,
+    );
     result
 }
 

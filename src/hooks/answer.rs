@@ -1,8 +1,8 @@
 //! Deciding one hook call with the compiled policy: the before-event through
 //! the same verdict code as every other front-end, the after-event through
-//! the policy's redaction rules and limits.
+//! the policy's redaction rules, result rules and limits (`after.rs`).
 
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 use super::translate::{self, Translation};
 use super::{Agent, Answer, Event, HookOptions, Payload};
@@ -45,7 +45,7 @@ pub(super) fn answer(agent: Agent, args: &HookOptions, payload: &Payload) -> Ans
     };
     let answer = match payload.event {
         Event::Before => before(agent, args, &policy, payload),
-        Event::After => after(&policy, payload),
+        Event::After => super::after::after(agent, args, &policy, payload),
     };
     std::mem::forget(policy);
     answer
@@ -122,32 +122,5 @@ fn from_verdict(v: Verdict) -> Answer {
     Answer::Decide {
         decision: v.decision,
         reason,
-    }
-}
-
-/// The after-event: a response holding a secret is blocked, with the
-/// redacted response attached for the model.
-fn after(policy: &Policy, payload: &Payload) -> Answer {
-    let Some(response) = &payload.tool_response else {
-        return Answer::Silent;
-    };
-    let redactor = policy.redactor();
-    let rules = redactor.matching_rules_in_json(response);
-    if rules.is_empty() {
-        return Answer::Silent;
-    }
-    let ids = rules.join(", ");
-    let mut redacted = response.clone();
-    redactor.redact_json(&mut redacted);
-    let redacted = match redacted {
-        Value::String(s) => s,
-        other => serde_json::to_string_pretty(&other).unwrap_or_default(),
-    };
-    Answer::Block {
-        reason: format!(
-            "toolgate rule redact[{ids}]: the output of {} contains secrets ({ids}). Do not repeat, store or use them; the output with the secrets redacted is attached.",
-            payload.tool_name
-        ),
-        context: Some(policy.limits.clip(&redacted)),
     }
 }

@@ -3,7 +3,9 @@
 //! PreToolUse: `hookSpecificOutput.permissionDecision` allow | ask | deny with
 //! `permissionDecisionReason`. PostToolUse: top-level `decision: "block"` and
 //! `reason`, the redacted output as `hookSpecificOutput.additionalContext`
-//! (a block cannot undo the tool; it tells the model what happened).
+//! (a block cannot undo the tool; it tells the model what happened); a
+//! result rule's note alone is just the `additionalContext`, and its
+//! `terminate` is `continue: false` with a `stopReason`.
 
 use serde_json::json;
 
@@ -19,15 +21,8 @@ pub(super) fn render(answer: &Answer, event: Event) -> Reply {
                 "permissionDecisionReason": reason,
             }
         })),
-        Answer::Block { reason, context } => {
-            let mut out = json!({ "decision": "block", "reason": reason });
-            if let Some(context) = context {
-                out["hookSpecificOutput"] = json!({
-                    "hookEventName": event_name(event),
-                    "additionalContext": context,
-                });
-            }
-            Reply::json(&out)
+        Answer::Block { .. } | Answer::Note { .. } => {
+            Reply::json(&super::after_json(answer, "block", event_name(event)).unwrap_or_default())
         }
     }
 }

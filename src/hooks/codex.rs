@@ -48,15 +48,12 @@ pub(super) fn render(answer: &Answer, event: Event, payload: Option<&Payload>) -
             };
             Reply::json(&deny(&reason))
         }
-        Answer::Block { reason, context } => {
-            let mut out = json!({ "decision": "block", "reason": reason });
-            if let Some(context) = context {
-                out["hookSpecificOutput"] = json!({
-                    "hookEventName": match event { Event::Before => "PreToolUse", Event::After => "PostToolUse" },
-                    "additionalContext": context,
-                });
-            }
-            Reply::json(&out)
+        Answer::Block { .. } | Answer::Note { .. } => {
+            let name = match event {
+                Event::Before => "PreToolUse",
+                Event::After => "PostToolUse",
+            };
+            Reply::json(&super::after_json(answer, "block", name).unwrap_or_default())
         }
     }
 }

@@ -3,7 +3,9 @@
 //! BeforeTool: top-level `decision` allow | ask | deny with `reason`.
 //! AfterTool: `decision: "deny"` hides the real output from the model and
 //! puts `reason` in its place; the redacted output follows as
-//! `hookSpecificOutput.additionalContext`.
+//! `hookSpecificOutput.additionalContext`. A result rule's note alone is
+//! just the `additionalContext`; its `terminate` is `continue: false` with a
+//! `stopReason`.
 
 use serde_json::json;
 
@@ -21,15 +23,12 @@ pub(super) fn render(answer: &Answer, event: Event) -> Reply {
             "decision": decision.as_str(),
             "reason": reason,
         })),
-        Answer::Block { reason, context } => {
-            let mut out = json!({ "decision": "deny", "reason": reason });
-            if let Some(context) = context {
-                out["hookSpecificOutput"] = json!({
-                    "hookEventName": match event { Event::Before => "BeforeTool", Event::After => "AfterTool" },
-                    "additionalContext": context,
-                });
-            }
-            Reply::json(&out)
+        Answer::Block { .. } | Answer::Note { .. } => {
+            let name = match event {
+                Event::Before => "BeforeTool",
+                Event::After => "AfterTool",
+            };
+            Reply::json(&super::after_json(answer, "deny", name).unwrap_or_default())
         }
     }
 }

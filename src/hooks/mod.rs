@@ -17,6 +17,7 @@
 //! with the CLI's JSON deny when the event is known, exit 2 with the reason on
 //! stderr (which every CLI reads as a block) when it is not.
 
+mod after;
 mod answer;
 mod claude;
 mod codex;
@@ -148,8 +149,19 @@ pub enum Answer {
     Block {
         /// Why, naming the rule.
         reason: String,
-        /// The output with its secrets redacted, for the model.
+        /// What the model reads instead: the output with its secrets
+        /// redacted, or a result rule's replacement and note.
         context: Option<String>,
+        /// A result rule ends the agent's turn, for this reason.
+        stop: Option<String>,
+    },
+    /// An after-event answer that does not block: a result rule's note for
+    /// the model, and/or the end of the agent's turn.
+    Note {
+        /// Text added for the model.
+        context: Option<String>,
+        /// The agent's turn ends, for this reason.
+        stop: Option<String>,
     },
 }
 
@@ -164,9 +176,42 @@ impl Answer {
             Event::After => Answer::Block {
                 reason,
                 context: None,
+                stop: None,
             },
         }
     }
+}
+
+/// An after-event answer as JSON, the same shape for every CLI:
+/// `decision` (`block_word`: `block`, or Gemini's `deny`) with `reason`,
+/// `hookSpecificOutput.additionalContext`, and `continue: false` with
+/// `stopReason` when a result rule ends the turn. `None` for other answers.
+fn after_json(answer: &Answer, block_word: &str, event_name: &str) -> Option<Value> {
+    let (reason, context, stop) = match answer {
+        Answer::Block {
+            reason,
+            context,
+            stop,
+        } => (Some(reason), context, stop),
+        Answer::Note { context, stop } => (None, context, stop),
+        _ => return None,
+    };
+    let mut out = Map::new();
+    if let Some(reason) = reason {
+        out.insert("decision".into(), Value::from(block_word));
+        out.insert("reason".into(), Value::from(reason.as_str()));
+    }
+    if let Some(context) = context {
+        out.insert(
+            "hookSpecificOutput".into(),
+            serde_json::json!({ "hookEventName": event_name, "additionalContext": context }),
+        );
+    }
+    if let Some(stop) = stop {
+        out.insert("continue".into(), Value::Bool(false));
+        out.insert("stopReason".into(), Value::from(stop.as_str()));
+    }
+    Some(Value::Object(out))
 }
 
 /// What the process writes and how it exits.

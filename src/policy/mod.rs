@@ -9,6 +9,7 @@
 //! - [`shell`]: splitting a shell script into simple commands;
 //! - [`commands`]: the allow / ask / deny command lists;
 //! - [`rules`]: argument conditions with their examples;
+//! - [`results`]: after-rules on what a call returned;
 //! - [`redact`]: secret redaction of output;
 //! - [`limits`]: what one call, command or batch may cost;
 //! - [`decide`]: combining all of the above into one verdict.
@@ -20,6 +21,7 @@ pub mod finding;
 pub mod limits;
 pub mod paths;
 pub mod redact;
+pub mod results;
 pub mod rules;
 pub mod shell;
 pub mod tools;
@@ -52,6 +54,8 @@ pub struct Policy {
     pub(crate) commands: commands::CommandRules,
     /// Argument rules.
     pub(crate) rules: rules::RuleSet,
+    /// After-rules on results.
+    pub(crate) results: results::ResultRules,
     /// Decision for tools no manifest describes.
     pub(crate) unknown_tools: UnknownToolDecision,
     /// Tools whose successful call ends the batch.
@@ -120,6 +124,11 @@ impl Policy {
         self.tools.get(name).map(|t| &*t.manifest)
     }
 
+    /// The after-rules on results (`results:`), in order.
+    pub fn results(&self) -> &results::ResultRules {
+        &self.results
+    }
+
     /// The policy's limits (time, output, input sizes).
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -134,11 +143,12 @@ impl Policy {
     /// (what `toolgate check` prints after `ok: policy`).
     pub fn summary(&self) -> String {
         format!(
-            "{} — {} files, active tools: {}; {} rules, {} command patterns, {} redaction rules",
+            "{} — {} files, active tools: {}; {} rules, {} result rules, {} command patterns, {} redaction rules",
             self.version,
             self.files.len(),
             self.tools.active.join(", "),
             self.rules.rules.len(),
+            self.results.rules.len(),
             self.commands.allow.len() + self.commands.ask.len() + self.commands.deny.len(),
             self.redactor.len()
         )

@@ -4,13 +4,17 @@
 //! A rule on an argument the tool does not have, or a test that cannot apply
 //! to the argument's type (`matches` on a number), is a load error: a rule that
 //! silently never matches is worse than no rule.
+//!
+//! The same conditions serve the after-rules of `results:`
+//! ([`super::results`]), which may also test what the call returned
+//! (`output`, `is_error`, `exit_code`): one evaluator for both.
 
 use globset::GlobMatcher;
 use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::Decision;
-use crate::config::policy_file::{parse_byte_size, Condition};
+use crate::config::condition::{parse_byte_size, Condition, OutputTestSpec};
 
 /// The largest regex a rule may compile to (bytes of compiled program):
 /// policy files come from people, and a regex must not cost unbounded memory.
@@ -67,6 +71,68 @@ pub enum Cond {
     Any(Vec<Cond>),
     /// The condition does not hold.
     Not(Box<Cond>),
+    /// `results:` only: the result's text passes the test.
+    Output(OutputTest),
+    /// `results:` only: the result is (or is not) an error.
+    IsError(bool),
+    /// `results:` only: the command exited with one of these codes.
+    ExitCode(Vec<i64>),
+}
+
+/// A compiled test on a result's text.
+#[derive(Clone, Debug)]
+pub enum OutputTest {
+    /// The text contains a match.
+    Matches(Regex),
+    /// The text contains the string.
+    Contains(String),
+    /// The text is bigger than this many bytes.
+    LargerThan(u64),
+    /// The text has more lines than this.
+    LinesOver(u64),
+}
+
+impl OutputTest {
+    fn eval(&self, text: &str) -> bool {
+        match self {
+            OutputTest::Matches(r) => r.is_match(text),
+            OutputTest::Contains(s) => text.contains(s.as_str()),
+            OutputTest::LargerThan(n) => text.len() as u64 > *n,
+            OutputTest::LinesOver(n) => text.lines().count() as u64 > *n,
+        }
+    }
+}
+
+/// What a result test reads of a call's result.
+#[derive(Clone, Copy, Debug)]
+pub struct ResultFacts<'a> {
+    /// The result's text, as the model would see it (redacted).
+    pub text: &'a str,
+    /// Whether the result is an error.
+    pub is_error: bool,
+    /// The command's exit code, for bash and exec tools that ran to an exit.
+    pub exit_code: Option<i64>,
+}
+
+impl<'a> ResultFacts<'a> {
+    /// The facts of a result written down by hand (a rule's example, a
+    /// policy test): an error when it says so, or when its exit code is
+    /// not 0.
+    pub fn written(text: &'a str, is_error: Option<bool>, exit_code: Option<i64>) -> Self {
+        ResultFacts {
+            text,
+            is_error: is_error.unwrap_or(exit_code.is_some_and(|c| c != 0)),
+            exit_code,
+        }
+    }
+}
+
+/// Which result tests a condition may use (`None` where none may: `rules:`).
+#[derive(Clone, Copy, Debug)]
+pub struct ResultScope<'a> {
+    /// The rule's tools that report no exit code (neither bash nor exec
+    /// tools): `exit_code` could never match a call to them.
+    pub without_exit_code: &'a [String],
 }
 
 /// One compiled rule.
@@ -102,6 +168,27 @@ impl Cond {
         args: &Map<String, Value>,
         path_key: &dyn Fn(&str, &str) -> Option<String>,
     ) -> bool {
+        self.eval_with(args, path_key, None)
+    }
+
+    /// Evaluates against `args` and the call's result (after-rules).
+    pub fn eval_result(
+        &self,
+        args: &Map<String, Value>,
+        path_key: &dyn Fn(&str, &str) -> Option<String>,
+        result: &ResultFacts<'_>,
+    ) -> bool {
+        self.eval_with(args, path_key, Some(result))
+    }
+
+    /// Result tests without a result are false; they are compiled only into
+    /// `results:` rules, which always have one.
+    fn eval_with(
+        &self,
+        args: &Map<String, Value>,
+        path_key: &dyn Fn(&str, &str) -> Option<String>,
+        result: Option<&ResultFacts<'_>>,
+    ) -> bool {
         match self {
             Cond::Equals { arg, value } => args.get(arg).is_some_and(|v| json_eq(v, value)),
             Cond::OneOf { arg, values } => args
@@ -117,9 +204,24 @@ impl Cond {
             }),
             Cond::LargerThan { arg, bytes } => args.get(arg).is_some_and(|v| size_of(v) > *bytes),
             Cond::Present { arg, present } => args.contains_key(arg) == *present,
-            Cond::All(cs) => cs.iter().all(|c| c.eval(args, path_key)),
-            Cond::Any(cs) => cs.iter().any(|c| c.eval(args, path_key)),
-            Cond::Not(c) => !c.eval(args, path_key),
+            Cond::All(cs) => cs.iter().all(|c| c.eval_with(args, path_key, result)),
+            Cond::Any(cs) => cs.iter().any(|c| c.eval_with(args, path_key, result)),
+            Cond::Not(c) => !c.eval_with(args, path_key, result),
+            Cond::Output(test) => result.is_some_and(|r| test.eval(r.text)),
+            Cond::IsError(want) => result.is_some_and(|r| r.is_error == *want),
+            Cond::ExitCode(codes) => {
+                result.is_some_and(|r| r.exit_code.is_some_and(|c| codes.contains(&c)))
+            }
+        }
+    }
+
+    /// Whether the condition tests an exit code anywhere.
+    pub fn reads_exit_code(&self) -> bool {
+        match self {
+            Cond::ExitCode(_) => true,
+            Cond::All(cs) | Cond::Any(cs) => cs.iter().any(Cond::reads_exit_code),
+            Cond::Not(c) => c.reads_exit_code(),
+            _ => false,
         }
     }
 
@@ -142,6 +244,7 @@ impl Cond {
             | Cond::Present { arg, .. } => out.push(arg),
             Cond::All(cs) | Cond::Any(cs) => cs.iter().for_each(|c| c.collect_args(out)),
             Cond::Not(c) => c.collect_args(out),
+            Cond::Output(_) | Cond::IsError(_) | Cond::ExitCode(_) => {}
         }
     }
 }
@@ -168,11 +271,13 @@ pub type CondError = (String, String, String);
 pub type ArgTypes<'a> = &'a dyn Fn(&str) -> Option<Vec<String>>;
 
 /// Compiles a condition, type-checking every test against `arg_types`
-/// (`None` from it means the argument does not exist).
+/// (`None` from it means the argument does not exist). Result tests are
+/// allowed only with a `results` scope.
 pub fn compile_condition(
     cond: &Condition,
     at: &str,
     arg_types: ArgTypes<'_>,
+    results: Option<ResultScope<'_>>,
     errors: &mut Vec<CondError>,
 ) -> Option<Cond> {
     let combinators = [cond.all.is_some(), cond.any.is_some(), cond.not.is_some()]
@@ -191,14 +296,41 @@ pub fn compile_condition(
     .iter()
     .filter(|b| **b)
     .count();
-    let shape_help = "write either `{ arg: NAME, <one test> }` with one of equals, one_of, matches, glob, larger_than, present, missing — or one of `all: [...]`, `any: [...]`, `not: {...}`";
-    if combinators + usize::from(cond.arg.is_some()) != 1
+    let result_tests = [
+        cond.output.is_some(),
+        cond.is_error.is_some(),
+        cond.exit_code.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if result_tests > 0 && results.is_none() {
+        let test = if cond.output.is_some() {
+            "output"
+        } else if cond.is_error.is_some() {
+            "is_error"
+        } else {
+            "exit_code"
+        };
+        errors.push((
+            format!("{at}.{test}"),
+            format!("`{test}` tests a call's result, which a before-rule cannot see"),
+            "move the rule to `results:` (after-rules), or test an argument".to_string(),
+        ));
+        return None;
+    }
+    let shape_help = if results.is_some() {
+        "write either `{ arg: NAME, <one test> }` with one of equals, one_of, matches, glob, larger_than, present, missing — or one result test `output: {...}`, `is_error: BOOL`, `exit_code: N` — or one of `all: [...]`, `any: [...]`, `not: {...}`"
+    } else {
+        "write either `{ arg: NAME, <one test> }` with one of equals, one_of, matches, glob, larger_than, present, missing — or one of `all: [...]`, `any: [...]`, `not: {...}`"
+    };
+    if combinators + usize::from(cond.arg.is_some()) + result_tests != 1
         || (cond.arg.is_some() && tests != 1)
         || (cond.arg.is_none() && tests > 0)
     {
         errors.push((
             at.to_string(),
-            "a condition must be exactly one test on one argument, or one combination".to_string(),
+            "a condition must be exactly one test on one argument, one result test, or one combination".to_string(),
             shape_help.to_string(),
         ));
         return None;
@@ -216,7 +348,9 @@ pub fn compile_condition(
             let compiled: Vec<Option<Cond>> = items
                 .iter()
                 .enumerate()
-                .map(|(i, c)| compile_condition(c, &format!("{at}.{key}.{i}"), arg_types, errors))
+                .map(|(i, c)| {
+                    compile_condition(c, &format!("{at}.{key}.{i}"), arg_types, results, errors)
+                })
                 .collect();
             compiled.into_iter().collect()
         };
@@ -227,8 +361,39 @@ pub fn compile_condition(
         return list(items, "any", errors).map(Cond::Any);
     }
     if let Some(inner) = &cond.not {
-        return compile_condition(inner, &format!("{at}.not"), arg_types, errors)
+        return compile_condition(inner, &format!("{at}.not"), arg_types, results, errors)
             .map(|c| Cond::Not(Box::new(c)));
+    }
+    if let Some(want) = cond.is_error {
+        return Some(Cond::IsError(want));
+    }
+    if let Some(codes) = &cond.exit_code {
+        let tools = results.map_or(&[][..], |r| r.without_exit_code);
+        if !tools.is_empty() {
+            errors.push((
+                format!("{at}.exit_code"),
+                format!(
+                    "`exit_code` cannot match {}: only bash and exec tools report an exit code",
+                    tools.join(", ")
+                ),
+                "narrow the rule's `tools` to bash or exec tools, or test `output` or `is_error`"
+                    .to_string(),
+            ));
+            return None;
+        }
+        let codes = codes.to_vec();
+        if codes.is_empty() {
+            errors.push((
+                format!("{at}.exit_code"),
+                "`exit_code` lists no code".to_string(),
+                "write a code such as `1`, or a list such as `[1, 2]`".to_string(),
+            ));
+            return None;
+        }
+        return Some(Cond::ExitCode(codes));
+    }
+    if let Some(test) = &cond.output {
+        return compile_output_test(test, &format!("{at}.output"), errors).map(Cond::Output);
     }
     let arg = cond.arg.clone().unwrap_or_default();
     let Some(types) = arg_types(&arg) else {
@@ -290,33 +455,8 @@ pub fn compile_condition(
             errors.push(type_error("matches", "string"));
             return None;
         }
-        return match regex::RegexBuilder::new(pattern)
-            .size_limit(MAX_REGEX_SIZE)
-            .dfa_size_limit(MAX_REGEX_SIZE)
-            .build()
-        {
-            Ok(regex) => Some(Cond::Matches { arg, regex }),
-            Err(regex::Error::CompiledTooBig(_)) => {
-                errors.push((
-                    format!("{at}.matches"),
-                    "regex is too large to compile safely".to_string(),
-                    "simplify the regex (fewer repetitions or alternatives)".to_string(),
-                ));
-                None
-            }
-            Err(e) => {
-                let msg = e.to_string();
-                let last = msg.lines().last().unwrap_or(&msg).trim();
-                let short = last.strip_prefix("error: ").unwrap_or(last).to_string();
-                errors.push((
-                    format!("{at}.matches"),
-                    format!("invalid regex `{pattern}`: {short}"),
-                    "fix the regex (Rust `regex` syntax: no look-around or backreferences)"
-                        .to_string(),
-                ));
-                None
-            }
-        };
+        return compile_regex(pattern, &format!("{at}.matches"), errors)
+            .map(|regex| Cond::Matches { arg, regex });
     }
     if let Some(pattern) = &cond.glob {
         if !allows("string") {
@@ -360,6 +500,89 @@ pub fn compile_condition(
     })
 }
 
+/// Compiles a regex of a policy file, bounded by [`MAX_REGEX_SIZE`].
+fn compile_regex(pattern: &str, at: &str, errors: &mut Vec<CondError>) -> Option<Regex> {
+    match regex::RegexBuilder::new(pattern)
+        .size_limit(MAX_REGEX_SIZE)
+        .dfa_size_limit(MAX_REGEX_SIZE)
+        .build()
+    {
+        Ok(regex) => Some(regex),
+        Err(regex::Error::CompiledTooBig(_)) => {
+            errors.push((
+                at.to_string(),
+                "regex is too large to compile safely".to_string(),
+                "simplify the regex (fewer repetitions or alternatives)".to_string(),
+            ));
+            None
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            let last = msg.lines().last().unwrap_or(&msg).trim();
+            let short = last.strip_prefix("error: ").unwrap_or(last).to_string();
+            errors.push((
+                at.to_string(),
+                format!("invalid regex `{pattern}`: {short}"),
+                "fix the regex (Rust `regex` syntax: no look-around or backreferences)".to_string(),
+            ));
+            None
+        }
+    }
+}
+
+/// Compiles `output: { ... }`: exactly one test on the result's text.
+fn compile_output_test(
+    spec: &OutputTestSpec,
+    at: &str,
+    errors: &mut Vec<CondError>,
+) -> Option<OutputTest> {
+    let given = [
+        spec.matches.is_some(),
+        spec.contains.is_some(),
+        spec.larger_than.is_some(),
+        spec.lines_over.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if given != 1 {
+        errors.push((
+            at.to_string(),
+            "`output` must hold exactly one test".to_string(),
+            "write one of `output: { matches: REGEX }`, `{ contains: TEXT }`, `{ larger_than: 20KB }`, `{ lines_over: N }`; combine several with `all`/`any`".to_string(),
+        ));
+        return None;
+    }
+    if let Some(pattern) = &spec.matches {
+        return compile_regex(pattern, &format!("{at}.matches"), errors).map(OutputTest::Matches);
+    }
+    if let Some(text) = &spec.contains {
+        if text.is_empty() {
+            errors.push((
+                format!("{at}.contains"),
+                "`contains` is empty, so it matches every result".to_string(),
+                "write the text to look for".to_string(),
+            ));
+            return None;
+        }
+        return Some(OutputTest::Contains(text.clone()));
+    }
+    if let Some(size) = &spec.larger_than {
+        return match size.bytes() {
+            Ok(bytes) => Some(OutputTest::LargerThan(bytes)),
+            Err(e) => {
+                errors.push((
+                    format!("{at}.larger_than"),
+                    e,
+                    "write a size such as `20KB`".to_string(),
+                ));
+                None
+            }
+        };
+    }
+    spec.lines_over.map(OutputTest::LinesOver)
+}
+
 /// Most bytes the placeholders of one example may expand to, together: a
 /// policy file must not make its loader allocate without bound.
 pub const MAX_PLACEHOLDER_BYTES: u64 = 64 << 20;
@@ -399,91 +622,5 @@ fn expand_within(value: &Value, budget: &mut u64) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn compile(yaml: &str, types: &[(&str, &str)]) -> Result<Cond, Vec<CondError>> {
-        let cond: Condition = serde_yaml::from_str(yaml).unwrap();
-        let lookup = |a: &str| {
-            types
-                .iter()
-                .find(|(n, _)| *n == a)
-                .map(|(_, t)| vec![t.to_string()])
-        };
-        let mut errors = Vec::new();
-        compile_condition(&cond, "when", &lookup, &mut errors)
-            .filter(|_| errors.is_empty())
-            .ok_or(errors)
-    }
-
-    fn args(json: &str) -> Map<String, Value> {
-        serde_json::from_str(json).unwrap()
-    }
-
-    #[test]
-    fn combinators_and_tests() {
-        let c = compile("{ all: [ { arg: path, glob: 'src/**' }, { not: { arg: content, matches: 'TODO' } } ] }", &[("path", "string"), ("content", "string")]).unwrap();
-        let none = |_: &str, _: &str| None;
-        assert!(c.eval(&args(r#"{"path":"src/a/b.rs","content":"ok"}"#), &none));
-        assert!(!c.eval(&args(r#"{"path":"src/a.rs","content":"TODO"}"#), &none));
-        assert!(!c.eval(&args(r#"{"path":"docs/a.md","content":"ok"}"#), &none));
-    }
-
-    #[test]
-    fn type_errors_name_the_argument() {
-        let err = compile("{ arg: limit, matches: 'x' }", &[("limit", "number")]).unwrap_err();
-        assert!(
-            err[0]
-                .1
-                .contains("`matches` needs a string argument, but `limit` is number"),
-            "{err:?}"
-        );
-        let err = compile("{ arg: nope, present: true }", &[("limit", "number")]).unwrap_err();
-        assert!(
-            err[0].1.contains("argument `nope` does not exist"),
-            "{err:?}"
-        );
-        let err = compile("{ arg: limit, equals: 'ten' }", &[("limit", "number")]).unwrap_err();
-        assert!(
-            err[0].1.contains("is a string, but `limit` is number"),
-            "{err:?}"
-        );
-    }
-
-    #[test]
-    fn bad_shapes_and_regexes_are_errors() {
-        assert!(compile("{ arg: a, equals: 1, matches: x }", &[("a", "string")]).is_err());
-        assert!(compile("{ any: [] }", &[("a", "string")]).is_err());
-        let err = compile("{ arg: a, matches: '(unclosed' }", &[("a", "string")]).unwrap_err();
-        assert!(err[0].1.starts_with("invalid regex"), "{err:?}");
-        let err = compile(
-            "{ arg: a, matches: '\\w{1000}\\w{1000}\\w{1000}' }",
-            &[("a", "string")],
-        )
-        .unwrap_err();
-        assert!(err[0].1.contains("too large"), "{err:?}");
-    }
-
-    #[test]
-    fn sizes_and_placeholders() {
-        let c = compile(
-            "{ arg: content, larger_than: 1KB }",
-            &[("content", "string")],
-        )
-        .unwrap();
-        let none = |_: &str, _: &str| None;
-        // Together at most 64 MB: the third placeholder stays as written.
-        let many = expand_placeholders(
-            &serde_json::json!({"a": "<30 MB>", "b": "<30 MB>", "c": "<30 MB>"}),
-        );
-        let sizes: Vec<usize> = ["a", "b", "c"]
-            .iter()
-            .map(|k| many[k].as_str().map_or(0, str::len))
-            .collect();
-        assert_eq!(sizes, [30 << 20, 30 << 20, 7]);
-        let big = expand_placeholders(&serde_json::json!({"content": "<2 KB>"}));
-        assert_eq!(big["content"].as_str().unwrap().len(), 2048);
-        assert!(c.eval(big.as_object().unwrap(), &none));
-        assert!(!c.eval(&args(r#"{"content":"<not a size>"}"#), &none));
-    }
-}
+#[path = "rules_tests.rs"]
+mod tests;

@@ -51,6 +51,15 @@ impl ToolInfo {
         &self.manifest.parameters
     }
 
+    /// Whether its results carry a command's exit code: the built-in bash
+    /// tool and exec tools (`implementation = { exec = [...] }`).
+    pub fn reports_exit_code(&self) -> bool {
+        match &self.manifest.implementation {
+            crate::config::manifest::Implementation::Builtin(b) => b == "bash",
+            crate::config::manifest::Implementation::Exec(_) => true,
+        }
+    }
+
     /// The JSON types `arg` may take according to the schema: `None` when the
     /// schema has no such property, an empty list when it does not say.
     pub fn arg_types(&self, arg: &str) -> Option<Vec<String>> {

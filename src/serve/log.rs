@@ -4,8 +4,12 @@
 //! ```json
 //! {"time":"2026-11-30T10:00:00.123Z","id":"7","tool":"bash","decision":"deny",
 //!  "rule":"no-recursive-delete","reason":"…","policy_version":"3f9c…",
-//!  "duration_ms":0.41,"is_error":true,"arguments":{"command":"rm -rf /"}}
+//!  "duration_ms":0.41,"is_error":true,"result_rule":null,
+//!  "arguments":{"command":"rm -rf /"}}
 //! ```
+//!
+//! `result_rule` names the after-rule (`results:`) that applied to the
+//! call's result, or is `null` when none did.
 //!
 //! Arguments are redacted with the policy's rules before they are written:
 //! a log is exactly where a leaked key would live forever. `decision` is
@@ -84,6 +88,7 @@ pub fn decision_line(
         "policy_version": result.policy_version,
         "duration_ms": (elapsed.as_secs_f64() * 1e6).round() / 1e3,
         "is_error": result.is_error,
+        "result_rule": result.result_rule,
         "arguments": arguments,
     })
     .to_string()
@@ -128,6 +133,18 @@ fn rfc3339(secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_line_names_the_result_rule_that_applied() {
+        let policy = Policy::from_yaml("version: 1\n").unwrap();
+        let mut result = ToolResult::error("1", "bash", "failed");
+        let line = |r: &ToolResult| -> Value {
+            serde_json::from_str(&decision_line(&policy, r, &json!({}), Duration::ZERO)).unwrap()
+        };
+        assert_eq!(line(&result)["result_rule"], Value::Null);
+        result.result_rule = Some("stop-on-failed-tests".into());
+        assert_eq!(line(&result)["result_rule"], "stop-on-failed-tests");
+    }
 
     #[test]
     fn timestamps_are_rfc3339_utc() {

@@ -1,6 +1,7 @@
 //! Prometheus metrics: decisions by source (a tool `call`, or an `eval` that
-//! only asked), tool, decision and rule; reloads; call latency. Rendered as
-//! the text exposition format at `/metrics`.
+//! only asked), tool, decision and rule; result rules that applied, by tool
+//! and rule; reloads; call latency. Rendered as the text exposition format
+//! at `/metrics`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -25,6 +26,8 @@ type DecisionKey = (&'static str, String, String, String);
 pub struct Metrics {
     /// (source, tool, decision, rule) -> count; source is `call` or `eval`.
     decisions: Mutex<BTreeMap<DecisionKey, u64>>,
+    /// (tool, result rule) -> count of results the rule applied to.
+    result_rules: Mutex<BTreeMap<(String, String), u64>>,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
     latency: Mutex<Histogram>,
@@ -48,6 +51,10 @@ impl Metrics {
             None => ("none".to_string(), String::new()),
         };
         self.count_decision("call", &result.name, decision, rule);
+        if let Some(rule) = &result.result_rule {
+            let mut r = self.result_rules.lock().unwrap_or_else(|e| e.into_inner());
+            *r.entry((result.name.clone(), rule.clone())).or_insert(0) += 1;
+        }
         let mut h = self.latency.lock().unwrap_or_else(|e| e.into_inner());
         if h.buckets.is_empty() {
             h.buckets = vec![0; LATENCY_BUCKETS.len()];
@@ -107,6 +114,24 @@ impl Metrics {
                 "toolgate_decisions_total{{source=\"{source}\",tool=\"{}\",decision=\"{}\",rule=\"{}\"}} {n}",
                 escape(tool),
                 escape(decision),
+                escape(rule)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP toolgate_result_rules_total Results an after-rule (results:) applied to, by tool and rule."
+        );
+        let _ = writeln!(out, "# TYPE toolgate_result_rules_total counter");
+        for ((tool, rule), n) in self
+            .result_rules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "toolgate_result_rules_total{{tool=\"{}\",rule=\"{}\"}} {n}",
+                escape(tool),
                 escape(rule)
             );
         }
@@ -192,9 +217,19 @@ mod tests {
         assert!(text.contains(
             "toolgate_decisions_total{source=\"eval\",tool=\"bash\",decision=\"deny\",rule=\"no-rm\"} 1"
         ), "{text}");
+        assert!(!text.contains("toolgate_result_rules_total{"), "{text}");
+        result.result_rule = Some("stop-on-failed-tests".into());
+        metrics.record_call(&result, Duration::from_millis(2));
+        let text = metrics.render("v1");
+        assert!(
+            text.contains(
+                "toolgate_result_rules_total{tool=\"bash\",rule=\"stop-on-failed-tests\"} 1"
+            ),
+            "{text}"
+        );
         // Only calls have a latency.
         assert!(
-            text.contains("toolgate_call_duration_seconds_count 2"),
+            text.contains("toolgate_call_duration_seconds_count 3"),
             "{text}"
         );
     }

@@ -111,6 +111,18 @@ pub async fn run_for_text(
     }
 }
 
+/// The exit code a command result reports: 0 for a success, N for an error
+/// whose last line is [`ending_status`]'s `Command exited with code N`, and
+/// `None` for any other error (aborted, timed out, never started): a
+/// command that did not exit has no exit code to compare.
+pub fn reported_exit_code(text: &str, is_error: bool) -> Option<i64> {
+    if !is_error {
+        return Some(0);
+    }
+    let last = text.trim_end().rsplit('\n').next()?;
+    last.strip_prefix("Command exited with code ")?.parse().ok()
+}
+
 /// Pi's status line for how a command ended; `None` for a clean exit.
 pub fn ending_status(ending: Ending, timeout_label: &str) -> Option<String> {
     match ending {

@@ -34,6 +34,8 @@ mod sandbox;
 mod search;
 mod write;
 
+pub use command::reported_exit_code;
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

@@ -71,6 +71,12 @@ async def scenarios(server, mode, workspace, full):
         except MCPError as e:
             report["unknown"] = {"raised": True, "code": e.code, "message": str(e)}
         report["invalid"] = summary(await client.call_tool("bash", {"commnd": "x"}))
+        report["result_rule"] = summary(
+            await client.call_tool("bash", {"command": "echo result-rule FAILED"})
+        )
+        report["no_result_rule"] = summary(
+            await client.call_tool("bash", {"command": "echo result-rule ok"})
+        )
 
         updates = []
 

@@ -10,6 +10,7 @@ mod exec;
 mod limits;
 mod manifests;
 mod redact;
+mod results;
 
 use limits::compile_limits;
 use manifests::compile_tools;
@@ -47,6 +48,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
     let paths = c.paths(&loaded.layers);
     let commands = c.commands(&loaded.layers);
     let rules = c.rules(&loaded.layers);
+    let results = c.results(&loaded.layers);
     let redaction = redact::compile(&loaded.layers, &mut c.diags);
     let terminate_tools = c.terminate(&loaded.layers);
     let limits = compile_limits(&loaded.layers, &mut c.diags);
@@ -73,6 +75,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         paths,
         commands,
         rules,
+        results,
         unknown_tools,
         terminate_tools,
         redactor,
@@ -366,21 +369,15 @@ impl Compiler {
                     Some(list) => list.iter().filter_map(|n| self.tools.get(n)).collect(),
                     None => self.tools.tools.values().collect(),
                 };
-                let every = named.is_some();
-                let arg_types = |arg: &str| -> Option<Vec<String>> {
-                    let found: Vec<Vec<String>> =
-                        candidates.iter().filter_map(|t| t.arg_types(arg)).collect();
-                    if found.is_empty() || (every && found.len() != candidates.len()) {
-                        return None;
-                    }
-                    let mut all: Vec<String> = found.into_iter().flatten().collect();
-                    all.sort();
-                    all.dedup();
-                    Some(all)
-                };
+                let arg_types = arg_types_of(&candidates, named.is_some());
                 let mut errors = Vec::new();
-                let cond =
-                    compile_condition(&spec.when, &format!("{at}.when"), &arg_types, &mut errors);
+                let cond = compile_condition(
+                    &spec.when,
+                    &format!("{at}.when"),
+                    &arg_types,
+                    None,
+                    &mut errors,
+                );
                 for (path, message, help) in errors {
                     let message = format!("rule `{}`: {message}", spec.id);
                     err_at(&mut self.diags, layer, &path, message, help);
@@ -463,6 +460,25 @@ impl Compiler {
             }
         }
         out
+    }
+}
+
+/// The JSON types of an argument across a rule's candidate tools, for
+/// [`compile_condition`]: `None` when no tool has it, or, when the rule names
+/// its tools (`every`), when one of them lacks it.
+fn arg_types_of<'a>(
+    candidates: &'a [&'a ToolInfo],
+    every: bool,
+) -> impl Fn(&str) -> Option<Vec<String>> + 'a {
+    move |arg: &str| {
+        let found: Vec<Vec<String>> = candidates.iter().filter_map(|t| t.arg_types(arg)).collect();
+        if found.is_empty() || (every && found.len() != candidates.len()) {
+            return None;
+        }
+        let mut all: Vec<String> = found.into_iter().flatten().collect();
+        all.sort();
+        all.dedup();
+        Some(all)
     }
 }
 
