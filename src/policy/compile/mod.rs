@@ -419,11 +419,8 @@ impl Compiler {
                                 .is_some_and(|a| cond.eval(a, &lexical_key));
                             if got != want {
                                 let shown = serde_json::to_string(example).unwrap_or_default();
-                                let (msg, help) = if want {
-                                    (format!("rule `{}`: example {shown} should match `when`, but does not", spec.id), "fix the rule's `when`, or the example")
-                                } else {
-                                    (format!("rule `{}`: example {shown} should not match `when`, but does", spec.id), "narrow the rule's `when`, or fix the example")
-                                };
+                                let (msg, help) =
+                                    example_failure(&format!("rule `{}`", spec.id), &shown, want);
                                 err_at(
                                     &mut self.diags,
                                     layer,
@@ -509,6 +506,22 @@ fn lexical_relative(raw: &str) -> String {
         ".".to_string()
     } else {
         s
+    }
+}
+
+/// The diagnostic for an example that does not come out as the rule says:
+/// `what` names the rule ("rule `x`", "result rule `x`").
+fn example_failure(what: &str, shown: &str, should_match: bool) -> (String, &'static str) {
+    if should_match {
+        (
+            format!("{what}: example {shown} should match `when`, but does not"),
+            "fix the rule's `when`, or the example",
+        )
+    } else {
+        (
+            format!("{what}: example {shown} should not match `when`, but does"),
+            "narrow the rule's `when`, or fix the example",
+        )
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{arg_types_of, err_at, lexical_relative, Compiler};
+use super::{arg_types_of, err_at, example_failure, lexical_relative, Compiler};
 use crate::config::results_file::{ResultActionsSpec, ResultExample, ResultRuleSpec};
 use crate::config::PolicyLayer;
 use crate::policy::results::{ResultActions, ResultRule, ResultRules};
@@ -125,11 +125,8 @@ impl Compiler {
                 for (j, example) in list.iter().enumerate() {
                     if example_matches(&cond, example) != want {
                         let shown = serde_json::to_string(example).unwrap_or_default();
-                        let (msg, help) = if want {
-                            (format!("result rule `{}`: example {shown} should match `when`, but does not", spec.id), "fix the rule's `when`, or the example")
-                        } else {
-                            (format!("result rule `{}`: example {shown} should not match `when`, but does", spec.id), "narrow the rule's `when`, or fix the example")
-                        };
+                        let (msg, help) =
+                            example_failure(&format!("result rule `{}`", spec.id), &shown, want);
                         err_at(
                             &mut self.diags,
                             layer,
