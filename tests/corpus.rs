@@ -137,6 +137,27 @@ fn check(
     }
 }
 
+/// Checks one shell case against `policy`; returns its call and label.
+fn check_shell_case(
+    policy: &Policy,
+    ws: &Workspace,
+    case: &ShellCase,
+    failures: &mut Vec<String>,
+) -> (ToolCall, String) {
+    let call = ToolCall::new("bash", json!({ "command": case.command }));
+    let label = format!("`{}` ({})", case.command, case.why);
+    check(
+        policy,
+        ws,
+        &call,
+        &case.decision,
+        case.rule.as_deref(),
+        &label,
+        failures,
+    );
+    (call, label)
+}
+
 #[test]
 fn shell_corpus() {
     let text = std::fs::read_to_string(corpus_dir().join("shell.yaml")).unwrap();
@@ -150,21 +171,7 @@ fn shell_corpus() {
     let ws = Workspace::new(fx.ws.path()).unwrap();
     let mut failures = Vec::new();
     for case in &corpus.cases {
-        let call = ToolCall {
-            id: String::new(),
-            name: "bash".into(),
-            arguments: json!({ "command": case.command }),
-        };
-        let label = format!("`{}` ({})", case.command, case.why);
-        check(
-            &policy,
-            &ws,
-            &call,
-            &case.decision,
-            case.rule.as_deref(),
-            &label,
-            &mut failures,
-        );
+        check_shell_case(&policy, &ws, case, &mut failures);
     }
     assert!(
         failures.is_empty(),
@@ -199,21 +206,7 @@ fn escape_hatch_corpus() {
     let ws = Workspace::new(fx.ws.path()).unwrap();
     let mut failures = Vec::new();
     for case in &corpus.cases {
-        let call = ToolCall {
-            id: String::new(),
-            name: "bash".into(),
-            arguments: json!({ "command": case.command }),
-        };
-        let label = format!("`{}` ({})", case.command, case.why);
-        check(
-            &policy,
-            &ws,
-            &call,
-            &case.decision,
-            case.rule.as_deref(),
-            &label,
-            &mut failures,
-        );
+        let (call, label) = check_shell_case(&policy, &ws, case, &mut failures);
         if case.decision != "allow" {
             let v = permissive.evaluate(&ws, &call);
             if v.decision.as_str() == "allow" {
