@@ -13,6 +13,7 @@ mod eval;
 mod hook;
 mod input;
 mod redact;
+mod replay;
 mod schema;
 mod serve;
 mod test;
@@ -142,6 +143,37 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         decision_log: Option<PathBuf>,
     },
+    /// Decide recorded calls under a proposed policy and report what changes:
+    /// exit 1 when any call would be decided less strictly.
+    Replay {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The current policy to compare with [default: the decision recorded in a decision log].
+        #[arg(long, value_name = "OLD_POLICIES")]
+        baseline: Option<PathBuf>,
+        /// The workspace paths are resolved against.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Use this profile's active tools (both policies).
+        #[arg(long)]
+        profile: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "human")]
+        format: replay::ReplayFormat,
+        /// Example calls shown per change.
+        #[arg(long, value_name = "N", default_value_t = 3)]
+        examples: usize,
+        /// Fail (exit 1) on loosened calls only, or on any change.
+        #[arg(long, value_enum, default_value = "loosen")]
+        fail_on: replay::FailOn,
+        /// Count unreadable lines as not replayable instead of failing (exit 2).
+        #[arg(long)]
+        skip_invalid: bool,
+        /// Decision logs, `eval --calls` files, hook payloads, Claude Code
+        /// transcripts or Codex rollouts (- for stdin); the format is told by content.
+        #[arg(value_name = "INPUT")]
+        inputs: Vec<PathBuf>,
+    },
     /// Redact secrets: stdin to stdout, with the policy's redaction rules.
     Redact {
         /// Policy folder or file.
@@ -253,6 +285,27 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             profile,
             watch: !no_watch,
             decision_log,
+        }),
+        Command::Replay {
+            config,
+            baseline,
+            workspace,
+            profile,
+            format,
+            examples,
+            fail_on,
+            skip_invalid,
+            inputs,
+        } => replay::run(replay::Flags {
+            config,
+            baseline,
+            workspace,
+            profile,
+            format,
+            examples,
+            fail_on,
+            skip_invalid,
+            inputs,
         }),
         Command::Redact { policies } => redact::run(policies),
         Command::Hook { command } => Ok(hook::run(command)),

@@ -84,27 +84,77 @@ fn before(agent: Agent, args: &HookOptions, policy: &Policy, payload: &Payload) 
     };
     let empty = Map::new();
     let input = payload.tool_input.as_ref().unwrap_or(&empty);
-    let name = &payload.tool_name;
-    match translate::translate(policy, agent.key(), name, input, &payload.tool_use_id) {
-        Translation::Refused { rule, reason } => refuse(format!("toolgate rule {rule}: {reason}")),
+    match judge(
+        agent,
+        policy,
+        &ws,
+        &payload.tool_name,
+        input,
+        &payload.tool_use_id,
+    ) {
+        CliVerdict::Decided(v) => from_verdict(v),
+        CliVerdict::Deferred => Answer::Silent,
+        CliVerdict::Refused {
+            rule: Some(rule),
+            reason,
+        } => refuse(format!("toolgate rule {rule}: {reason}")),
+        CliVerdict::Refused { rule: None, reason } => refuse(format!("toolgate: {reason}")),
+    }
+}
+
+/// How the policy judges an agent CLI's tool call before it runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CliVerdict {
+    /// The policy's verdict: for a patch, the strictest over the files it writes.
+    Decided(Verdict),
+    /// No manifest maps the tool and `tools.unknown` is `defer`: the CLI's
+    /// own permission flow decides.
+    Deferred,
+    /// The call cannot be judged as sent, so it is denied.
+    Refused {
+        /// The rule id, when one applies (`hooks.dialect`, `hooks.patch`, …).
+        rule: Option<&'static str>,
+        /// Why, and what to change.
+        reason: String,
+    },
+}
+
+/// Judges `agent`'s call of its tool `name` with `input` in `ws`: the
+/// manifests' dialects map it onto toolgate calls, each decided by
+/// [`Policy::evaluate_in`]. The hook's before-event and `toolgate replay`
+/// both ask this.
+pub fn judge(
+    agent: Agent,
+    policy: &Policy,
+    ws: &Workspace,
+    name: &str,
+    input: &Map<String, serde_json::Value>,
+    id: &str,
+) -> CliVerdict {
+    match translate::translate(policy, agent.key(), name, input, id) {
+        Translation::Refused { rule, reason } => CliVerdict::Refused {
+            rule: Some(rule),
+            reason,
+        },
         Translation::Unknown if policy.unknown_tools == UnknownToolDecision::Defer => {
-            Answer::Silent
+            CliVerdict::Deferred
         }
         // The CLI's own tool (TodoWrite, web_fetch, …) or an MCP tool no
         // manifest describes: the policy's `tools.unknown` decides.
-        Translation::Unknown => from_verdict(policy.unknown_tool_verdict(name)),
+        Translation::Unknown => CliVerdict::Decided(policy.unknown_tool_verdict(name)),
         Translation::Calls(calls) => {
             // A patch is one call per file: the strictest verdict stands, as
             // within one call.
             let mut strictest = Strictest::new();
             for mapped in &calls {
-                strictest.offer(policy.evaluate_in(&ws, &mapped.call, mapped.workdir.as_deref()));
+                strictest.offer(policy.evaluate_in(ws, &mapped.call, mapped.workdir.as_deref()));
             }
             match strictest.into_inner() {
-                Some(v) => from_verdict(v),
-                None => refuse(format!(
-                    "toolgate: {name} names nothing to check; the call is denied"
-                )),
+                Some(v) => CliVerdict::Decided(v),
+                None => CliVerdict::Refused {
+                    rule: None,
+                    reason: format!("{name} names nothing to check; the call is denied"),
+                },
             }
         }
     }
