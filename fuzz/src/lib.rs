@@ -155,7 +155,7 @@ pub fn shell_analyzer(data: &[u8]) {
     let analysis = analyze(script);
     let policy = default_policy();
     for cmd in &analysis.commands {
-        let _ = policy.commands().judge(cmd);
+        let _ = policy.commands().judge(cmd, workspace(), &[]);
         let _ = cmd.file_operands();
     }
     if !analysis.unparsed.is_empty() {

@@ -166,6 +166,19 @@ pub struct CommandsSection {
     /// before a command, in `env`, or by `export`, their value is judged.
     #[serde(default)]
     pub exec_env: Option<ExecEnv>,
+    /// Environment variables whose values are known: `$NAME`, `${NAME}` and
+    /// `${NAME:-literal}` in a command take toolgate's own value of NAME
+    /// instead of counting as unparsed (unset: still unparsed, unless a
+    /// `:-` default is given). Also usable as `$NAME` in `unless.operands_under`.
+    #[serde(default)]
+    pub variables: Vec<String>,
+    /// Decision for code given to an interpreter (`python -c`, `node -e`,
+    /// `perl -e`, a heredoc into `ruby`, ...) that toolgate cannot fully
+    /// account for; shell commands and file operations it recognizes in the
+    /// code are judged as commands either way (docs/policy-language.md).
+    /// Unset: the `unparsed` decision.
+    #[serde(default)]
+    pub inline_code: Option<Decision>,
 }
 
 /// What the value of an exec option or variable does.
@@ -248,6 +261,30 @@ pub struct DetailedCommand {
     /// Reason given to the model.
     #[serde(default)]
     pub reason: Option<String>,
+    /// Compare flags as written: no alias folding, so `--force-with-lease`
+    /// and `-f` do not match `git push --force`.
+    #[serde(default)]
+    pub exact: bool,
+    /// When the entry does not apply although the pattern matches.
+    #[serde(default)]
+    pub unless: Option<UnlessSpec>,
+}
+
+/// `unless:` on a command entry: the entry does not apply when any of
+/// `flags` is present, or when every path operand is under `operands_under`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnlessSpec {
+    /// Single flags (`-n`, `--dry-run`), folded like the pattern's: the entry
+    /// does not apply when the command has any of them.
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// Directories (absolute, `~/...`, workspace-relative, or `$NAME` /
+    /// `$NAME/sub` for a name in `commands.variables`): the entry does not
+    /// apply when the command has at least one path operand and every one
+    /// resolves (`..` folded, symlinks followed) under one of them.
+    #[serde(default)]
+    pub operands_under: Vec<String>,
 }
 
 impl CommandEntry {

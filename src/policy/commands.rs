@@ -5,9 +5,13 @@
 //! too much through); ask and deny patterns match their words anywhere in the
 //! command's positional words (a loose deny only ever asks too often).
 
+use std::collections::BTreeMap;
+
 use super::finding::{Finding, RuleId};
-use super::shell::{CommandPattern, ExecRules, MatchMode, SimpleCommand};
+use super::paths::{PathFact, PathSource};
+use super::shell::{CommandPattern, ExecRules, KnownVariables, MatchMode, SimpleCommand};
 use super::Decision;
+use crate::workspace::{resolve, Workspace};
 
 /// One compiled list entry.
 #[derive(Clone, Debug)]
@@ -18,6 +22,74 @@ pub struct CommandRule {
     pub id: String,
     /// The author's reason, when given.
     pub reason: Option<String>,
+    /// When the entry does not apply although the pattern matches.
+    pub unless: Unless,
+}
+
+/// A compiled `unless:`: exceptions to one entry.
+#[derive(Clone, Debug, Default)]
+pub struct Unless {
+    /// Flags folded as the pattern folds them (`-n`, `--dry-run`): any one
+    /// present lifts the entry.
+    pub flags: Vec<String>,
+    /// Directories (variables already substituted): every path operand
+    /// under one of them lifts the entry.
+    pub operands_under: Vec<String>,
+}
+
+impl Unless {
+    /// True when the exception holds for `cmd` whose path facts are
+    /// `files` (operands resolved by the engine, in the command's directory).
+    fn holds(
+        &self,
+        pattern: &CommandPattern,
+        cmd: &SimpleCommand,
+        ws: &Workspace,
+        files: &[PathFact],
+    ) -> bool {
+        if !self.flags.is_empty() {
+            let present = pattern.command_flags(cmd);
+            if self.flags.iter().any(|f| present.contains(f)) {
+                return true;
+            }
+        }
+        if self.operands_under.is_empty() {
+            return false;
+        }
+        let operands: Vec<&PathFact> = files
+            .iter()
+            .filter(|f| matches!(f.source, PathSource::Operand(_)))
+            .collect();
+        if operands.is_empty() {
+            return false;
+        }
+        let dirs: Vec<_> = self
+            .operands_under
+            .iter()
+            .filter_map(|d| resolve(ws, d).ok())
+            .collect();
+        operands.iter().all(|fact| {
+            let Ok(path) = &fact.resolved else {
+                return false;
+            };
+            // Both where the operand is spelled and where it leads must be
+            // strictly inside a listed directory (as spelled or resolved):
+            // `/tmp/../etc` folds to `/etc`, and `/tmp` itself is not under it.
+            // The workspace is never scratch space, even when it lies
+            // under a listed directory (a checkout in /tmp).
+            let root = ws.root();
+            let inside = |p: &std::path::Path| {
+                dirs.iter().any(|d| {
+                    [&d.lexical, &d.real].iter().any(|dir| {
+                        p.starts_with(dir)
+                            && p != dir.as_path()
+                            && !(root.starts_with(dir) && p.starts_with(root))
+                    })
+                })
+            };
+            inside(&path.lexical) && inside(&path.real)
+        })
+    }
 }
 
 /// Every layer's command lists, merged.
@@ -36,6 +108,12 @@ pub struct CommandRules {
     /// Options and variables that make a program run another one: the
     /// shipped table plus `exec_options` / `exec_env` (used by the analyzer).
     pub exec: ExecRules,
+    /// `commands.variables`: values set in toolgate's environment (the
+    /// analyzer substitutes them) and names that are unset.
+    pub variables: KnownVariables,
+    /// Decision for interpreter code toolgate cannot account for; None
+    /// when no layer sets `commands.inline_code` (then `unparsed` applies).
+    pub inline_code: Option<Decision>,
 }
 
 impl Default for CommandRules {
@@ -47,6 +125,8 @@ impl Default for CommandRules {
             unparsed: Decision::Deny,
             default: Decision::Ask,
             exec: ExecRules::default(),
+            variables: KnownVariables::default(),
+            inline_code: None,
         }
     }
 }
@@ -65,12 +145,18 @@ fn shown(cmd: &SimpleCommand) -> String {
 impl CommandRules {
     /// Judges one simple command. `None` for a wrapper (`env`, `sudo`, …) that
     /// no deny or ask pattern names: the wrapped command is judged on its own.
-    pub fn judge(&self, cmd: &SimpleCommand) -> Option<Finding> {
-        if let Some(rule) = self
-            .deny
-            .iter()
-            .find(|r| r.pattern.matches(cmd, MatchMode::Anywhere))
-        {
+    /// `files` are the command's resolved path facts (for
+    /// `unless.operands_under`).
+    pub fn judge(
+        &self,
+        cmd: &SimpleCommand,
+        ws: &Workspace,
+        files: &[PathFact],
+    ) -> Option<Finding> {
+        let applies = |r: &&CommandRule, mode: MatchMode| {
+            r.pattern.matches(cmd, mode) && !r.unless.holds(&r.pattern, cmd, ws, files)
+        };
+        if let Some(rule) = self.deny.iter().find(|r| applies(r, MatchMode::Anywhere)) {
             let reason = match &rule.reason {
                 Some(r) => format!("`{}` is denied by rule {}: {r}", shown(cmd), rule.id),
                 None => format!(
@@ -85,11 +171,7 @@ impl CommandRules {
                 reason,
             ));
         }
-        if let Some(rule) = self
-            .ask
-            .iter()
-            .find(|r| r.pattern.matches(cmd, MatchMode::Anywhere))
-        {
+        if let Some(rule) = self.ask.iter().find(|r| applies(r, MatchMode::Anywhere)) {
             let reason = match &rule.reason {
                 Some(r) => format!("`{}` needs approval (rule {}): {r}", shown(cmd), rule.id),
                 None => format!(
@@ -107,11 +189,7 @@ impl CommandRules {
         if cmd.is_wrapper {
             return None;
         }
-        if let Some(rule) = self
-            .allow
-            .iter()
-            .find(|r| r.pattern.matches(cmd, MatchMode::Prefix))
-        {
+        if let Some(rule) = self.allow.iter().find(|r| applies(r, MatchMode::Prefix)) {
             return Some(Finding::new(
                 Decision::Allow,
                 RuleId::Named(rule.id.clone()),
@@ -136,6 +214,24 @@ impl CommandRules {
         Some(Finding::new(self.default, RuleId::CommandsDefault, reason))
     }
 
+    /// The finding for interpreter code the analyzer could not fully
+    /// account for (`reasons` name what): `commands.inline_code`, or
+    /// `commands.unparsed` when no layer sets it.
+    pub fn judge_inline(&self, reasons: &[String]) -> Finding {
+        let decision = self.inline_code.unwrap_or(self.unparsed);
+        let what = reasons.join("; ");
+        let reason = match decision {
+            Decision::Allow => format!("Interpreter code ({what}); the policy allows inline code"),
+            Decision::Ask => format!(
+                "Interpreter code that toolgate cannot fully check ({what}) needs a person's approval. Shell commands and file operations in it are checked either way."
+            ),
+            Decision::Deny => format!(
+                "Interpreter code that toolgate cannot fully check ({what}) is denied by this policy. Run the shell commands directly instead."
+            ),
+        };
+        Finding::new(decision, RuleId::CommandsInlineCode, reason)
+    }
+
     /// The finding for a script the analyzer could not fully account for.
     pub fn judge_unparsed(&self, reasons: &[String]) -> Finding {
         let what = reasons.join("; ");
@@ -150,4 +246,70 @@ impl CommandRules {
         };
         Finding::new(self.unparsed, RuleId::CommandsUnparsed, reason)
     }
+}
+
+/// True for a shell variable name: a letter or `_`, then letters, digits, `_`.
+pub fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The values of `names` in toolgate's own environment: (set, unset).
+/// A value that is empty or not UTF-8 counts as unset.
+pub fn known_variables(names: &[String]) -> (BTreeMap<String, String>, Vec<String>) {
+    let mut set = BTreeMap::new();
+    let mut unset = Vec::new();
+    for name in names {
+        if !is_variable_name(name) || set.contains_key(name) || unset.contains(name) {
+            continue;
+        }
+        match std::env::var(name) {
+            Ok(v) if !v.is_empty() => {
+                set.insert(name.clone(), v);
+            }
+            _ => unset.push(name.clone()),
+        }
+    }
+    (set, unset)
+}
+
+/// Substitutes a leading `$NAME` / `${NAME}` in an `operands_under` entry:
+/// Ok(None) when NAME is listed in `commands.variables` but unset; an error
+/// when it is not listed.
+pub fn substitute_dir(
+    dir: &str,
+    listed: &[String],
+    values: &BTreeMap<String, String>,
+) -> Result<Option<String>, String> {
+    let Some(rest) = dir.strip_prefix('$') else {
+        if dir.contains('$') {
+            return Err(format!(
+                "`{dir}` has a `$` that is not at its start: only a leading `$NAME` is substituted"
+            ));
+        }
+        return Ok(Some(dir.to_string()));
+    };
+    let (name, tail) = if let Some(braced) = rest.strip_prefix('{') {
+        match braced.split_once('}') {
+            Some(parts) => parts,
+            None => return Err(format!("`{dir}` has a `${{` without its `}}`")),
+        }
+    } else {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        rest.split_at(end)
+    };
+    if !is_variable_name(name) || tail.contains('$') {
+        return Err(format!("`{dir}` does not start with a variable name"));
+    }
+    if !listed.iter().any(|l| l == name) {
+        return Err(format!(
+            "`{dir}` names the variable `{name}`, which is not in `commands.variables`"
+        ));
+    }
+    Ok(values.get(name).map(|v| format!("{v}{tail}")))
 }

@@ -196,7 +196,7 @@ pub fn gather_in(
                     script,
                     workdir.unwrap_or(""),
                     ShellLimits::of(&policy.limits),
-                    &policy.commands.exec,
+                    &policy.commands,
                 ));
             }
             Some(other) => facts.problems.push(Finding::new(
@@ -217,9 +217,9 @@ fn gather_shell(
     script: &str,
     start: &str,
     limits: ShellLimits,
-    exec: &shell::ExecRules,
+    commands: &super::commands::CommandRules,
 ) -> ShellFacts {
-    let analysis = shell::analyze_in(script, limits, exec);
+    let analysis = shell::analyze_vars(script, limits, &commands.exec, &commands.variables);
     // `cd dir && cat x` reads dir/x: track the directory through the script in
     // source order (control flow ignored; a cd we cannot follow makes later
     // relative words relative to where it points, which is the strict side).
@@ -316,11 +316,14 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
         if !shell.analysis.unparsed.is_empty() {
             consider(policy.commands.judge_unparsed(&shell.analysis.unparsed));
         }
+        if !shell.analysis.inline_code.is_empty() {
+            consider(policy.commands.judge_inline(&shell.analysis.inline_code));
+        }
         for (cmd, files) in shell.analysis.commands.iter().zip(&shell.files) {
             // The command's own rule first: at equal strictness, the first
             // finding is the one reported, and "rm -rf is denied" says more
             // than "/ is outside the roots".
-            if let Some(f) = policy.commands.judge(cmd) {
+            if let Some(f) = policy.commands.judge(cmd, ws, files) {
                 consider(f);
             }
             for fact in files {

@@ -33,6 +33,8 @@ pub enum RuleId {
     CommandsDefault,
     /// `commands.unparsed`: what the analyzer cannot account for.
     CommandsUnparsed,
+    /// `commands.inline_code`: interpreter code the analyzer cannot account for.
+    CommandsInlineCode,
     /// A limit (`limits.max_argument_bytes`, `commands.too_complex`, …).
     Limit(&'static str),
 }
@@ -59,6 +61,7 @@ impl std::fmt::Display for RuleId {
             RuleId::PathsReadOnly(glob) => write!(f, "paths.read_only[{glob}]"),
             RuleId::CommandsDefault => f.write_str("commands.default"),
             RuleId::CommandsUnparsed => f.write_str("commands.unparsed"),
+            RuleId::CommandsInlineCode => f.write_str("commands.inline_code"),
             RuleId::Limit(id) => f.write_str(id),
         }
     }

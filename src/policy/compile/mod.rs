@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use super::commands::{CommandRule, CommandRules};
+use super::commands::{self, CommandRule, CommandRules, Unless};
 use super::paths::{PathRules, RootSet};
 use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
 use super::shell::CommandPattern;
@@ -28,7 +28,7 @@ use super::tools::{ToolInfo, ToolSet};
 use super::{Decision, Policy, UnknownToolDecision};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
 use crate::config::parse::display_path;
-use crate::config::policy_file::CommandEntry;
+use crate::config::policy_file::{CommandEntry, UnlessSpec};
 use crate::config::{Loaded, PolicyLayer};
 use crate::workspace::GlobList;
 
@@ -43,7 +43,11 @@ pub struct CompileOptions {
 pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diagnostics> {
     let mut diags = Diagnostics::default();
     let tools = compile_tools(&loaded.manifests, &mut diags);
-    let mut c = Compiler { diags, tools };
+    let mut c = Compiler {
+        diags,
+        tools,
+        warnings: Vec::new(),
+    };
     let active = c.active_set(&loaded.layers, options);
     let paths = c.paths(&loaded.layers);
     let commands = c.commands(&loaded.layers);
@@ -58,7 +62,11 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         .filter_map(|l| l.policy.tools.as_ref().and_then(|t| t.unknown))
         .max_by_key(|u| unknown_strictness(*u))
         .unwrap_or(UnknownToolDecision::Ask);
-    let Compiler { diags, mut tools } = c;
+    let Compiler {
+        diags,
+        mut tools,
+        warnings,
+    } = c;
     // A redactor is missing only when its rules failed, which was reported.
     let (true, Some(redactor)) = (diags.is_empty(), redaction.redactor) else {
         return Err(diags);
@@ -80,7 +88,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         terminate_tools,
         redactor,
         limits,
-        warnings: Diagnostics(redaction.warnings),
+        warnings: Diagnostics(redaction.warnings.into_iter().chain(warnings).collect()),
     })
 }
 
@@ -123,6 +131,8 @@ fn version_hash(loaded: &Loaded, imported: &[String]) -> String {
 struct Compiler {
     diags: Diagnostics,
     tools: ToolSet,
+    /// Problems that do not stop the load (`toolgate check` shows them).
+    warnings: Vec<Diagnostic>,
 }
 
 impl Compiler {
@@ -289,10 +299,28 @@ impl Compiler {
     fn commands(&mut self, layers: &[PolicyLayer]) -> CommandRules {
         let mut rules = CommandRules::default();
         let (mut unparsed, mut default) = (None::<Decision>, None::<Decision>);
+        let mut inline_code = None::<Decision>;
+        let mut listed = Vec::new();
+        for layer in layers {
+            if let Some(c) = &layer.policy.commands {
+                listed.extend(c.variables.iter().cloned());
+            }
+        }
+        let (variables, unset) = commands::known_variables(&listed);
         for layer in layers {
             let Some(c) = &layer.policy.commands else {
                 continue;
             };
+            for (i, name) in c.variables.iter().enumerate() {
+                if !commands::is_variable_name(name) {
+                    self.err(
+                        layer,
+                        &format!("commands.variables.{i}"),
+                        format!("`{name}` is not a variable name"),
+                        "write the name without `$`, e.g. `TMPDIR`",
+                    );
+                }
+            }
             for (list, entries, into) in [
                 ("allow", &c.allow, &mut rules.allow),
                 ("ask", &c.ask, &mut rules.ask),
@@ -300,8 +328,18 @@ impl Compiler {
             ] {
                 for (i, entry) in entries.iter().enumerate() {
                     let at = format!("commands.{list}.{i}");
-                    match CommandPattern::parse(entry.pattern()) {
+                    let exact = matches!(entry, CommandEntry::Detailed(d) if d.exact);
+                    match CommandPattern::parse_with(entry.pattern(), exact) {
                         Ok(pattern) => {
+                            // The object form is taken as written for the new
+                            // reading; a plain string may predate it.
+                            if pattern.has_double_dash()
+                                && matches!(entry, CommandEntry::Pattern(_))
+                            {
+                                let pos = layer.map.value(&at);
+                                self.warnings.push(Diagnostic::new(&layer.file.name, pos, format!("command pattern `{}` in `commands.{list}` contains `--`, which is now a word the command must contain (before, it was dropped and the pattern matched without it)", entry.pattern()))
+                                    .with_help("to match only commands that have `--` (e.g. `git checkout -- FILE`), write the entry as `{ pattern: \"…\" }`, which silences this warning; remove the `--` to match the program with any arguments"));
+                            }
                             let (id, reason) = match entry {
                                 CommandEntry::Pattern(p) => (format!("commands.{list}[{p}]"), None),
                                 CommandEntry::Detailed(d) => (
@@ -311,10 +349,20 @@ impl Compiler {
                                     d.reason.clone(),
                                 ),
                             };
+                            let unless = match entry {
+                                CommandEntry::Detailed(d) => match &d.unless {
+                                    Some(u) => {
+                                        self.unless(layer, &at, &pattern, u, &listed, &variables)
+                                    }
+                                    None => Unless::default(),
+                                },
+                                CommandEntry::Pattern(_) => Unless::default(),
+                            };
                             into.push(CommandRule {
                                 pattern,
                                 id,
                                 reason,
+                                unless,
                             });
                         }
                         Err(e) => {
@@ -327,11 +375,55 @@ impl Compiler {
             }
             unparsed = unparsed.max(c.unparsed);
             default = default.max(c.default);
+            inline_code = inline_code.max(c.inline_code);
         }
         rules.unparsed = unparsed.unwrap_or(Decision::Deny);
         rules.default = default.unwrap_or(Decision::Ask);
+        rules.inline_code = inline_code;
+        rules.variables = crate::policy::shell::KnownVariables {
+            values: variables,
+            unset,
+        };
         rules.exec = exec::compile_exec(layers, &mut self.diags);
         rules
+    }
+
+    /// Compiles one entry's `unless:`; problems are reported at `at.unless`.
+    fn unless(
+        &mut self,
+        layer: &PolicyLayer,
+        at: &str,
+        pattern: &CommandPattern,
+        spec: &UnlessSpec,
+        listed: &[String],
+        variables: &std::collections::BTreeMap<String, String>,
+    ) -> Unless {
+        let mut out = Unless::default();
+        for (i, flag) in spec.flags.iter().enumerate() {
+            match pattern.fold_policy_flag(flag) {
+                Some(folded) => out.flags.push(folded),
+                None => self.err(
+                    layer,
+                    &format!("{at}.unless.flags.{i}"),
+                    format!("`{flag}` is not a single flag"),
+                    "write one flag per item, as the command spells it: `-n`, `--dry-run`",
+                ),
+            }
+        }
+        for (i, dir) in spec.operands_under.iter().enumerate() {
+            match commands::substitute_dir(dir, listed, variables) {
+                Ok(Some(resolved)) => out.operands_under.push(resolved),
+                // A listed variable that is unset: nothing is under it.
+                Ok(None) => {}
+                Err(e) => self.err(
+                    layer,
+                    &format!("{at}.unless.operands_under.{i}"),
+                    e,
+                    "list the variable in `commands.variables`, or write the directory itself",
+                ),
+            }
+        }
+        out
     }
 
     fn rules(&mut self, layers: &[PolicyLayer]) -> RuleSet {

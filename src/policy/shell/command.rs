@@ -5,6 +5,8 @@
 
 use tree_sitter::Node;
 
+use super::inline::{self, Effect, Lang};
+use super::interp::{interpreter, program_words, Program};
 use super::scan::{Hatch, Scan, Scanner};
 use super::walk::{children_with_fields, named_children, Redirects, Walker, Work};
 use super::words::Word;
@@ -63,13 +65,14 @@ impl<'s> Walker<'s, '_> {
             return;
         }
         let name = program.text();
+        let print_only = self.print_only(&name, &words, &redirects);
         for word in &words {
             if word.has_brace_expansion() {
                 self.unparsed(format!(
                     "brace expansion `{}` (one word becomes several)",
                     snippet(&word.raw)
                 ));
-            } else if word.variable {
+            } else if word.variable && !print_only {
                 self.unparsed(format!(
                     "variable expansion `{}` in an argument of `{}` (it could hold flags such as -rf)",
                     snippet(&word.raw),
@@ -80,6 +83,37 @@ impl<'s> Walker<'s, '_> {
         let texts: Vec<String> = words.iter().map(Word::text).collect();
         let literal: Vec<bool> = words.iter().map(|w| w.literal).collect();
         self.emit(texts, literal, redirects, depth);
+    }
+
+    /// True when the command only prints its words (`echo`, `printf`
+    /// without `-v`, `true`, `:`) and writes no file: a variable in its
+    /// words then cannot change what runs. (Printed into a shell or an
+    /// interpreter, the text is not literal, which `emit` reports.)
+    fn print_only(&self, name: &str, words: &[Word], redirects: &Redirects) -> bool {
+        let program = basename(name);
+        if !matches!(program, "echo" | "printf" | "true" | ":") {
+            return false;
+        }
+        if words.iter().any(|w| w.evaluates) {
+            return false;
+        }
+        // `printf -v NAME` assigns; a variable could hold `-v` too.
+        // (Only its first argument can be an option.)
+        if program == "printf"
+            && words
+                .get(1)
+                .is_some_and(|w| !w.literal || w.text().starts_with("-v"))
+        {
+            return false;
+        }
+        let writes = |files: &[(String, Access)]| files.iter().any(|(_, a)| *a == Access::Write);
+        // Redirects of an enclosing statement (`{ echo $x; } > f`) are
+        // still on the stack.
+        let enclosing = self
+            .stack
+            .iter()
+            .any(|w| matches!(w, Work::Attach(_, files) if writes(files)));
+        !writes(&redirects.files) && !enclosing
     }
 
     /// Reports a command, then whatever it runs in turn: the command under a
@@ -93,6 +127,7 @@ impl<'s> Walker<'s, '_> {
     fn emit(&mut self, words: Vec<String>, literal: Vec<bool>, redirects: Redirects, depth: usize) {
         let mut files = redirects.files;
         let mut stdin_script = redirects.stdin_script;
+        let mut piped = redirects.piped;
         let mut words = words;
         let mut literal = literal;
         let mut depth = depth;
@@ -110,7 +145,17 @@ impl<'s> Walker<'s, '_> {
             let program = basename(first).to_string();
             match program.as_str() {
                 "eval" => {
-                    self.unparsed(format!("eval `{}`", snippet(&words[1..].join(" "))));
+                    if literal.iter().all(|l| *l) {
+                        // `eval WORDS` runs the words joined by spaces, like
+                        // `bash -c`.
+                        let body = words[1..].join(" ");
+                        self.push_command(words, std::mem::take(&mut files), true);
+                        let mut nested = ShellAnalysis::default();
+                        analyze_into(&body, depth + 1, self.ctx, &mut nested);
+                        self.absorb(nested);
+                    } else {
+                        self.unparsed(format!("eval `{}`", snippet(&words[1..].join(" "))));
+                    }
                     return;
                 }
                 "alias" | "unalias" => {
@@ -141,6 +186,12 @@ impl<'s> Walker<'s, '_> {
                         analyze_into(&body, depth + 1, self.ctx, &mut nested);
                         self.absorb(nested);
                     }
+                    ShellRun::Stdin if piped => {
+                        self.push_command(words, files, true);
+                        self.unparsed(format!(
+                            "`{program}` reads a script whose text is not a literal string"
+                        ));
+                    }
                     ShellRun::Stdin | ShellRun::Other => {
                         self.push_command(words, files, false);
                     }
@@ -149,8 +200,28 @@ impl<'s> Walker<'s, '_> {
             }
             match unwrap(&program, &words) {
                 Unwrapped::NotWrapper => {
+                    if let Some(lang) = interpreter(&program) {
+                        let stdin = Stdin {
+                            script: stdin_script.take(),
+                            piped,
+                        };
+                        self.interpreter(
+                            lang, &program, &words, &literal, &mut files, stdin, depth,
+                        );
+                    }
+                    let delete = (program == "find").then(|| find_delete(&words)).flatten();
                     let scan = self.scan(&program, &words, &literal, words.len());
                     self.push_scanned(words, literal, files, false, scan, depth);
+                    if let Some(rm) = delete {
+                        // `find … -delete` deletes like `rm -rf` of its
+                        // start points: judged as that command too.
+                        self.emit(
+                            rm.clone(),
+                            vec![true; rm.len()],
+                            Redirects::default(),
+                            depth + 1,
+                        );
+                    }
                     return;
                 }
                 Unwrapped::Unknown(reason) => {
@@ -177,9 +248,14 @@ impl<'s> Walker<'s, '_> {
                         scan,
                         depth,
                     );
+                    // The wrapped command reads the same stdin, except
+                    // under xargs, which reads it itself.
+                    if program == "xargs" {
+                        stdin_script = None;
+                        piped = false;
+                    }
                     words = inner;
                     literal = inner_literal;
-                    stdin_script = None;
                     depth += 1;
                 }
             }
@@ -307,5 +383,111 @@ impl<'s> Walker<'s, '_> {
         for reason in nested.unparsed {
             self.unparsed(reason);
         }
+        for reason in nested.inline_code {
+            self.inline(reason);
+        }
     }
+}
+
+/// What an interpreter reads on stdin.
+struct Stdin {
+    /// Literal text (a here-document, here-string or `echo` piped in).
+    script: Option<String>,
+    /// Something is fed to it (a pipe, or a here-document that expands).
+    piped: bool,
+}
+
+impl Walker<'_, '_> {
+    /// An interpreter invocation: its code (`-c`/`-e`/`-r` words, or a
+    /// literal script on stdin) is read for shell commands and file
+    /// operations, which are judged as commands after it; what cannot be
+    /// accounted for goes to `inline_code`. File reads and writes join the
+    /// interpreter command's own `files`.
+    #[allow(clippy::too_many_arguments)]
+    fn interpreter(
+        &mut self,
+        lang: Lang,
+        program: &str,
+        words: &[String],
+        literal: &[bool],
+        files: &mut Vec<(String, Access)>,
+        stdin: Stdin,
+        depth: usize,
+    ) {
+        let code = match program_words(lang, program, words) {
+            Program::Inline(indices) => {
+                if indices
+                    .iter()
+                    .any(|&i| !literal.get(i).copied().unwrap_or(false))
+                {
+                    // The variable in it was reported as unparsed.
+                    return;
+                }
+                indices
+                    .iter()
+                    .map(|&i| words[i].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            Program::Stdin => match stdin.script {
+                Some(script) => script,
+                None if stdin.piped => {
+                    self.inline(format!(
+                        "`{program}` reads code whose text is not a literal string"
+                    ));
+                    return;
+                }
+                None => return,
+            },
+            Program::Other => return,
+        };
+        let reading = inline::read(lang, &code);
+        for why in reading.unknown {
+            self.inline(format!("`{program}` code: {why}"));
+        }
+        for effect in reading.effects {
+            match effect {
+                Effect::File(path, access) => files.push((path, access)),
+                Effect::Shell(cmd) => {
+                    let mut nested = ShellAnalysis::default();
+                    analyze_into(&cmd, depth + 1, self.ctx, &mut nested);
+                    self.absorb(nested);
+                }
+                Effect::Argv(argv) => {
+                    let lit = vec![true; argv.len()];
+                    self.emit(argv, lit, Redirects::default(), depth + 1);
+                }
+            }
+        }
+    }
+
+    fn inline(&mut self, reason: String) {
+        if !self.out.inline_code.contains(&reason) {
+            self.out.inline_code.push(reason);
+        }
+    }
+}
+
+/// `find PATHS … -delete` as `rm -rf -- PATHS` (`.` when none is given);
+/// None without `-delete`.
+fn find_delete(words: &[String]) -> Option<Vec<String>> {
+    if !words.iter().any(|w| w == "-delete") {
+        return None;
+    }
+    let mut i = 1;
+    while i < words.len() && matches!(words[i].as_str(), "-H" | "-L" | "-P") {
+        i += 1;
+    }
+    let starts: Vec<String> = words[i..]
+        .iter()
+        .take_while(|w| !w.starts_with('-') && !matches!(w.as_str(), "(" | "!" | ","))
+        .cloned()
+        .collect();
+    let mut rm = vec!["rm".to_string(), "-rf".to_string(), "--".to_string()];
+    if starts.is_empty() {
+        rm.push(".".to_string());
+    } else {
+        rm.extend(starts);
+    }
+    Some(rm)
 }

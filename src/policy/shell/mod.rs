@@ -22,8 +22,13 @@
 
 mod command;
 mod exec;
+mod inline;
+#[cfg(test)]
+mod inline_tests;
+mod interp;
 #[cfg(test)]
 mod limit_tests;
+mod literal;
 mod pattern;
 mod scan;
 #[cfg(test)]
@@ -226,6 +231,20 @@ pub struct ShellAnalysis {
     /// Set when the script is longer or nests deeper than [`ShellLimits`]
     /// allow; what lies past the limit was not analyzed.
     pub over_limit: Option<LimitExceeded>,
+    /// One reason per piece of interpreter code (`python -c`, `node -e`, a
+    /// heredoc into `perl`) that could not be fully accounted for: judged
+    /// with `commands.inline_code`. Shell commands and file operations found
+    /// in the code are in `commands` either way.
+    pub inline_code: Vec<String>,
+}
+
+/// Variables whose values the analyzer may use (`commands.variables`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KnownVariables {
+    /// Names set in toolgate's environment, with their values.
+    pub values: std::collections::BTreeMap<String, String>,
+    /// Names listed but unset: `${NAME:-default}` takes the default.
+    pub unset: Vec<String>,
 }
 
 impl ShellAnalysis {
@@ -251,12 +270,23 @@ pub fn analyze_with(script: &str, limits: ShellLimits) -> ShellAnalysis {
 /// [`analyze`] within a policy's limits and with its exec table (the
 /// shipped one plus `commands.exec_options` / `commands.exec_env`).
 pub fn analyze_in(script: &str, limits: ShellLimits, exec: &ExecRules) -> ShellAnalysis {
+    analyze_vars(script, limits, exec, &KnownVariables::default())
+}
+
+/// [`analyze_in`] with the values of the policy's `commands.variables`.
+pub fn analyze_vars(
+    script: &str,
+    limits: ShellLimits,
+    exec: &ExecRules,
+    vars: &KnownVariables,
+) -> ShellAnalysis {
     let mut out = ShellAnalysis::default();
     let deadline = Instant::now() + limits.max_parse_time;
     let ctx = Context {
         limits,
         deadline,
         exec,
+        vars,
     };
     analyze_into(script, 0, &ctx, &mut out);
     out
@@ -269,6 +299,8 @@ struct Context<'e> {
     deadline: Instant,
     /// Escape hatches of the policy.
     exec: &'e ExecRules,
+    /// Variables whose values are known.
+    vars: &'e KnownVariables,
 }
 
 /// [`analyze`] at a given nesting depth, appending to `out`; `bash -c`
@@ -340,6 +372,7 @@ fn analyze_into(script: &str, depth: usize, ctx: &Context<'_>, out: &mut ShellAn
         stack: Vec::new(),
         ctx,
         pending_writes: Vec::new(),
+        bindings: Vec::new(),
     };
     walker.stack.push(Work::Statement(root, depth));
     walker.run();

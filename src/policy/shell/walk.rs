@@ -17,7 +17,18 @@ pub(super) enum Work<'t> {
     /// reported (commands from `start` on); if it reported none, the redirect
     /// cannot be accounted for.
     Attach(usize, Vec<(String, Access)>),
+    /// A pipeline stage after the first: what it reads on stdin, when the
+    /// stage before it prints literal text (`echo 'ls' | bash`).
+    Piped(Node<'t>, usize, Option<String>),
+    /// `for v in a b c`: bind `v` to one literal value for the body that
+    /// follows on the stack, then unbind it.
+    Bind(String, String),
+    Unbind,
 }
+
+/// Most literal values a `for` loop is analyzed with, one pass per value;
+/// a longer list leaves the loop variable unknown.
+const MAX_LOOP_VALUES: usize = 16;
 
 /// Walk state for one script: the source text the nodes point into, the
 /// analysis being filled, and the pending work.
@@ -30,6 +41,8 @@ pub(super) struct Walker<'s, 'o> {
     /// Files an assignment says the next command writes
     /// (`CARGO_TARGET_DIR=dir cargo build`).
     pub(super) pending_writes: Vec<(String, Access)>,
+    /// Loop variables bound to a literal value, innermost last.
+    pub(super) bindings: Vec<(String, String)>,
 }
 
 /// Redirects and stdin data collected for one command.
@@ -40,6 +53,9 @@ pub(super) struct Redirects {
     /// Literal here-document or here-string text, analyzed as a script when
     /// it is fed to a shell (`bash <<EOF`).
     pub(super) stdin_script: Option<String>,
+    /// The command reads a pipe (a pipeline stage after the first): a shell
+    /// or interpreter reading its program from it needs `stdin_script`.
+    pub(super) piped: bool,
 }
 
 impl<'s> Walker<'s, '_> {
@@ -60,6 +76,11 @@ impl<'s> Walker<'s, '_> {
         while let Some(work) = self.stack.pop() {
             match work {
                 Work::Statement(node, depth) => self.statement(node, depth),
+                Work::Piped(node, depth, stdin) => self.piped(node, depth, stdin),
+                Work::Bind(name, value) => self.bindings.push((name, value)),
+                Work::Unbind => {
+                    self.bindings.pop();
+                }
                 Work::Attach(start, redirects) => {
                     if let Some(cmd) = self.out.commands.get_mut(start) {
                         cmd.redirects.extend(redirects);
@@ -88,14 +109,17 @@ impl<'s> Walker<'s, '_> {
             return;
         }
         match node.kind() {
-            "program" | "list" | "pipeline" | "negated_command" | "elif_clause" | "else_clause"
-            | "do_group" => self.push_all(named_children(node), depth),
+            "pipeline" => self.pipeline(node, depth),
+            "program" | "list" | "negated_command" | "elif_clause" | "else_clause" | "do_group" => {
+                self.push_all(named_children(node), depth)
+            }
             "comment" => {}
             "subshell" | "compound_statement" | "if_statement" | "while_statement" => {
                 self.push_all(named_children(node), depth + 1)
             }
             "command" => self.command(node, depth, Redirects::default()),
             "redirected_statement" => self.redirected(node, depth),
+            "for_statement" if self.bind_loop(node, depth) => {}
             "for_statement" | "case_statement" | "case_item" => {
                 // Loop values and case patterns only expand; they run nothing
                 // unless they hold a substitution. The body is statements.
@@ -142,8 +166,82 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
+    /// A pipeline: each stage after the first reads what the one before it
+    /// prints; that text is known when the stage is a literal `echo` or
+    /// `printf`.
+    fn pipeline(&mut self, node: Node<'s>, depth: usize) {
+        let stages = named_children(node);
+        let mut work = Vec::new();
+        let mut before: Option<Node<'s>> = None;
+        for stage in stages {
+            if stage.kind() == "comment" {
+                continue;
+            }
+            match before {
+                None => work.push(Work::Statement(stage, depth)),
+                Some(prev) => {
+                    let stdin = super::literal::printed_text(prev, self.src);
+                    work.push(Work::Piped(stage, depth, stdin));
+                }
+            }
+            before = Some(stage);
+        }
+        for w in work.into_iter().rev() {
+            self.stack.push(w);
+        }
+    }
+
+    fn piped(&mut self, node: Node<'s>, depth: usize, stdin: Option<String>) {
+        let redirects = Redirects {
+            files: Vec::new(),
+            stdin_script: stdin,
+            piped: true,
+        };
+        match node.kind() {
+            "command" => self.command(node, depth, redirects),
+            "redirected_statement" => self.redirected_with(node, depth, redirects),
+            _ => self.statement(node, depth),
+        }
+    }
+
+    /// `for v in a b c; do BODY; done` with literal values: the body is
+    /// analyzed once per value with `$v` bound to it. False (nothing done)
+    /// when a value is not a plain literal word or there are too many.
+    fn bind_loop(&mut self, node: Node<'s>, depth: usize) -> bool {
+        let mut name = None;
+        let mut values = Vec::new();
+        let mut body = None;
+        for (field, child) in children_with_fields(node) {
+            match (field, child.kind()) {
+                (Some("variable"), _) => name = Some(self.text(child).to_string()),
+                (Some("value"), _) => match super::literal::literal_word(child, self.src) {
+                    Some(v) if super::literal::safe_value(&v) => values.push(v),
+                    _ => return false,
+                },
+                (Some("body"), _) => body = Some(child),
+                (_, "comment") => {}
+                _ => return false,
+            }
+        }
+        let (Some(name), Some(body)) = (name, body) else {
+            return false;
+        };
+        if values.is_empty() || values.len() > MAX_LOOP_VALUES {
+            return false;
+        }
+        for value in values.into_iter().rev() {
+            self.stack.push(Work::Unbind);
+            self.stack.push(Work::Statement(body, depth + 1));
+            self.stack.push(Work::Bind(name.clone(), value));
+        }
+        true
+    }
+
     fn redirected(&mut self, node: Node<'s>, depth: usize) {
-        let mut redirects = Redirects::default();
+        self.redirected_with(node, depth, Redirects::default());
+    }
+
+    fn redirected_with(&mut self, node: Node<'s>, depth: usize, mut redirects: Redirects) {
         let mut body = None;
         for (field, child) in children_with_fields(node) {
             if field == Some("body") {
@@ -227,6 +325,11 @@ impl<'s> Walker<'s, '_> {
                     // and `word` already reported those.
                     if word.literal {
                         acc.stdin_script = Some(word.text());
+                    } else {
+                        // A shell or interpreter reading it runs text we
+                        // do not know.
+                        acc.stdin_script = None;
+                        acc.piped = true;
                     }
                 }
             }
@@ -261,6 +364,8 @@ impl<'s> Walker<'s, '_> {
                     snippet(text.trim_start())
                 ));
                 self.scan_substitutions(body, depth + 1);
+                acc.stdin_script = None;
+                acc.piped = true;
             } else {
                 acc.stdin_script = Some(text.to_string());
             }

@@ -4,6 +4,7 @@
 
 use tree_sitter::Node;
 
+use super::literal::{unescape_double, unescape_unquoted};
 use super::snippet;
 use super::walk::{named_children, Walker};
 
@@ -19,6 +20,10 @@ pub(super) struct Word {
     pub(super) variable: bool,
     /// The word as written, for reasons.
     pub(super) raw: String,
+    /// True when an expansion in it is more than reading a variable
+    /// (`$((…))` evaluates variables as code, `${X@P}`, `${!X}`): not even a
+    /// print-only command may hold it.
+    pub(super) evaluates: bool,
 }
 
 impl Word {
@@ -69,6 +74,7 @@ impl<'s> Walker<'s, '_> {
             literal: true,
             variable: false,
             raw: self.text(node).to_string(),
+            evaluates: false,
         };
         self.word_part(node, depth, &mut word);
         word
@@ -89,6 +95,7 @@ impl<'s> Walker<'s, '_> {
                 None => {
                     word.literal = false;
                     word.variable = true;
+                    word.evaluates = true;
                     word.chars.extend(text.chars().map(|c| (c, true)));
                 }
             },
@@ -103,10 +110,15 @@ impl<'s> Walker<'s, '_> {
                 word.literal = false;
                 word.chars.extend(text.chars().map(|c| (c, true)));
             }
+            "expansion" | "simple_expansion" if self.known_expansion(text).is_some() => {
+                let value = self.known_expansion(text).unwrap_or_default();
+                word.chars.extend(value.chars().map(|c| (c, true)));
+            }
             "arithmetic_expansion" | "expansion" | "simple_expansion" => {
                 self.scan_substitutions(node, depth + 1);
                 word.literal = false;
                 word.variable = true;
+                word.evaluates |= !plain_expansion(node.kind(), text);
                 word.chars.extend(text.chars().map(|c| (c, true)));
             }
             kind => {
@@ -117,9 +129,47 @@ impl<'s> Walker<'s, '_> {
                 }
                 self.scan_substitutions(node, depth + 1);
                 word.literal = false;
+                word.evaluates = true;
                 word.chars.extend(text.chars().map(|c| (c, false)));
             }
         }
+    }
+
+    /// The value of `$NAME`, `${NAME}`, `${NAME:-literal}` or
+    /// `${NAME-literal}` when NAME is a `for` variable bound to a literal or
+    /// is in `commands.variables`; None when unknown. A value that would be
+    /// split or globbed (blanks, `*`) stays unknown.
+    fn known_expansion(&self, text: &str) -> Option<String> {
+        let (name, default) = if let Some(inner) = text.strip_prefix("${") {
+            let inner = inner.strip_suffix('}')?;
+            let end = inner
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(inner.len());
+            let (name, rest) = inner.split_at(end);
+            let default = match rest {
+                "" => None,
+                _ => Some(rest.strip_prefix(":-").or_else(|| rest.strip_prefix('-'))?),
+            };
+            (name, default)
+        } else {
+            (text.strip_prefix('$')?, None)
+        };
+        if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            return None;
+        }
+        let value = if let Some((_, v)) = self.bindings.iter().rev().find(|(n, _)| n == name) {
+            Some(v.clone())
+        } else if let Some(v) = self.ctx.vars.values.get(name) {
+            Some(v.clone())
+        } else if self.ctx.vars.unset.iter().any(|n| n == name) {
+            // A default must be plain text to be known.
+            default
+                .filter(|d| !d.contains(['$', '`', '\\', '\'', '"', '}', '{']))
+                .map(str::to_string)
+        } else {
+            None
+        }?;
+        super::literal::safe_value(&value).then_some(value)
     }
 
     /// A `"..."` string: literal text between its children follows the
@@ -142,44 +192,6 @@ impl<'s> Walker<'s, '_> {
         }
         if end > pos {
             unescape_double(&self.src[pos..end], &mut word.chars);
-        }
-    }
-}
-
-/// Backslash removal outside quotes: `a\ b` is `a b`; a backslash-newline
-/// joins lines.
-fn unescape_unquoted(text: &str, out: &mut Vec<(char, bool)>) {
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('\n') | None => {}
-                Some(next) => out.push((next, true)),
-            }
-        } else {
-            out.push((c, false));
-        }
-    }
-}
-
-/// Inside double quotes a backslash only escapes `$`, `` ` ``, `"`, `\` and
-/// newline; elsewhere it stays.
-fn unescape_double(text: &str, out: &mut Vec<(char, bool)>) {
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.peek() {
-                Some('\n') => {
-                    chars.next();
-                }
-                Some(&next @ ('$' | '`' | '"' | '\\')) => {
-                    chars.next();
-                    out.push((next, true));
-                }
-                _ => out.push(('\\', true)),
-            }
-        } else {
-            out.push((c, true));
         }
     }
 }
@@ -210,4 +222,33 @@ fn decode_ansi_c(text: &str) -> Option<String> {
         });
     }
     Some(out)
+}
+
+/// `$NAME`, `$1`, `${NAME}`, `${#NAME}` or `${NAME:-text}` (also `-`, `:+`,
+/// `+`) with plain text: an expansion that only reads a variable.
+fn plain_expansion(kind: &str, text: &str) -> bool {
+    if kind == "simple_expansion" {
+        return true;
+    }
+    if kind != "expansion" {
+        return false;
+    }
+    let Some(inner) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) else {
+        return false;
+    };
+    let inner = inner.strip_prefix('#').unwrap_or(inner);
+    let end = inner
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(inner.len());
+    let (name, rest) = inner.split_at(end);
+    if name.is_empty() {
+        return false;
+    }
+    if rest.is_empty() {
+        return true;
+    }
+    let word = ["-", ":-", "+", ":+"]
+        .iter()
+        .find_map(|op| rest.strip_prefix(op));
+    word.is_some_and(|w| !w.contains(['$', '`', '{', '}', '\\']))
 }
