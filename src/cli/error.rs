@@ -76,5 +76,16 @@ pub fn exit_code(result: Result<ExitCode, CliError>) -> ExitCode {
 
 /// Loads and compiles the policy, or says why it did not load.
 pub fn load(paths: &ConfigPaths, profile: Option<String>) -> Result<Policy, CliError> {
-    crate::load_policy(paths, &CompileOptions { profile }).map_err(CliError::Config)
+    load_with(
+        paths,
+        &CompileOptions {
+            profile,
+            ..CompileOptions::default()
+        },
+    )
+}
+
+/// Loads and compiles the policy with `options`, or says why it did not load.
+pub fn load_with(paths: &ConfigPaths, options: &CompileOptions) -> Result<Policy, CliError> {
+    crate::load_policy(paths, options).map_err(CliError::Config)
 }

@@ -169,6 +169,10 @@ enum Command {
         /// Count unreadable lines as not replayable instead of failing (exit 2).
         #[arg(long)]
         skip_invalid: bool,
+        /// Decide with the new policy's audit entries (`mode: audit`) enforced:
+        /// what switching them on would change.
+        #[arg(long)]
+        enforce_audit: bool,
         /// Decision logs, `eval --calls` files, hook payloads, Claude Code
         /// transcripts or Codex rollouts (- for stdin); the format is told by content.
         #[arg(value_name = "INPUT")]
@@ -295,6 +299,7 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             examples,
             fail_on,
             skip_invalid,
+            enforce_audit,
             inputs,
         } => replay::run(replay::Flags {
             config,
@@ -305,6 +310,7 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             examples,
             fail_on,
             skip_invalid,
+            enforce_audit,
             inputs,
         }),
         Command::Redact { policies } => redact::run(policies),

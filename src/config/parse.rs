@@ -141,6 +141,7 @@ pub fn policy_value(
             "extends" => {
                 section(file, &map, "extends", value, &mut diags).map(|v| policy.extends = v)
             }
+            "mode" => section(file, &map, "mode", value, &mut diags).map(|v| policy.mode = v),
             "tools" => section(file, &map, "tools", value, &mut diags).map(|v| policy.tools = v),
             "paths" => section(file, &map, "paths", value, &mut diags).map(|v| policy.paths = v),
             "commands" => {

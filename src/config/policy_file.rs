@@ -55,12 +55,28 @@ pub enum UnknownToolDecision {
     Deny,
 }
 
+/// Whether an entry decides calls or is only recorded (`mode:`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The entry decides (the default).
+    #[default]
+    Enforce,
+    /// Shadow mode: what the entry would decide is recorded (decision log,
+    /// metrics, `replay --enforce-audit`) and never changes a verdict.
+    Audit,
+}
+
 /// One policy file.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyFile {
     /// Format version; must be 1.
     pub version: u32,
+    /// `audit` makes every command entry and rule of this file audit-only;
+    /// such a file holds only `commands` lists and `rules`.
+    #[serde(default)]
+    pub mode: Option<Mode>,
     /// Other policy files this one builds on, relative to this file. Layers
     /// combine deny-overrides: a stricter decision in any layer wins.
     #[serde(default)]
@@ -96,6 +112,7 @@ pub struct PolicyFile {
 pub const POLICY_FIELDS: &[&str] = &[
     "version",
     "extends",
+    "mode",
     "tools",
     "paths",
     "commands",
@@ -268,6 +285,9 @@ pub struct DetailedCommand {
     /// When the entry does not apply although the pattern matches.
     #[serde(default)]
     pub unless: Option<UnlessSpec>,
+    /// `audit`: record what the entry would decide, never decide by it.
+    #[serde(default)]
+    pub mode: Option<Mode>,
 }
 
 /// `unless:` on a command entry: the entry does not apply when any of
@@ -320,6 +340,9 @@ pub struct RuleSpec {
     /// satisfy `when`; checked at load, a failing example fails the file.
     #[serde(default)]
     pub examples: Option<Examples>,
+    /// `audit`: record what the rule would decide, never decide by it.
+    #[serde(default)]
+    pub mode: Option<Mode>,
 }
 
 /// A rule's examples.

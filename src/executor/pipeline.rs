@@ -164,6 +164,7 @@ pub fn limit_result(snapshot: &Snapshot, call: &ToolCall, over: &LimitExceeded) 
         reason: over.message(),
         rule: Some(over.rule().to_string()),
         terminate: false,
+        audit: Vec::new(),
     });
     r
 }

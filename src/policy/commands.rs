@@ -24,6 +24,8 @@ pub struct CommandRule {
     pub reason: Option<String>,
     /// When the entry does not apply although the pattern matches.
     pub unless: Unless,
+    /// Audit-only (`mode: audit`): recorded, never decisive.
+    pub audit: bool,
 }
 
 /// A compiled `unless:`: exceptions to one entry.
@@ -142,6 +144,42 @@ fn shown(cmd: &SimpleCommand) -> String {
     }
 }
 
+fn deny_finding(rule: &CommandRule, cmd: &SimpleCommand) -> Finding {
+    let reason = match &rule.reason {
+        Some(r) => format!("`{}` is denied by rule {}: {r}", shown(cmd), rule.id),
+        None => format!(
+            "`{}` is denied by this policy (it matches `{}`). Do not run it; find another way that does not need it.",
+            shown(cmd),
+            rule.pattern.as_str()
+        ),
+    };
+    Finding::new(Decision::Deny, RuleId::Named(rule.id.clone()), reason)
+}
+
+fn ask_finding(rule: &CommandRule, cmd: &SimpleCommand) -> Finding {
+    let reason = match &rule.reason {
+        Some(r) => format!("`{}` needs approval (rule {}): {r}", shown(cmd), rule.id),
+        None => format!(
+            "`{}` needs a person's approval under this policy (it matches `{}`).",
+            shown(cmd),
+            rule.pattern.as_str()
+        ),
+    };
+    Finding::new(Decision::Ask, RuleId::Named(rule.id.clone()), reason)
+}
+
+fn allow_finding(rule: &CommandRule, cmd: &SimpleCommand) -> Finding {
+    Finding::new(
+        Decision::Allow,
+        RuleId::Named(rule.id.clone()),
+        format!(
+            "`{}` is allowed (it matches `{}`)",
+            shown(cmd),
+            rule.pattern.as_str()
+        ),
+    )
+}
+
 impl CommandRules {
     /// Judges one simple command. `None` for a wrapper (`env`, `sudo`, …) that
     /// no deny or ask pattern names: the wrapped command is judged on its own.
@@ -154,51 +192,19 @@ impl CommandRules {
         files: &[PathFact],
     ) -> Option<Finding> {
         let applies = |r: &&CommandRule, mode: MatchMode| {
-            r.pattern.matches(cmd, mode) && !r.unless.holds(&r.pattern, cmd, ws, files)
+            !r.audit && r.pattern.matches(cmd, mode) && !r.unless.holds(&r.pattern, cmd, ws, files)
         };
         if let Some(rule) = self.deny.iter().find(|r| applies(r, MatchMode::Anywhere)) {
-            let reason = match &rule.reason {
-                Some(r) => format!("`{}` is denied by rule {}: {r}", shown(cmd), rule.id),
-                None => format!(
-                    "`{}` is denied by this policy (it matches `{}`). Do not run it; find another way that does not need it.",
-                    shown(cmd),
-                    rule.pattern.as_str()
-                ),
-            };
-            return Some(Finding::new(
-                Decision::Deny,
-                RuleId::Named(rule.id.clone()),
-                reason,
-            ));
+            return Some(deny_finding(rule, cmd));
         }
         if let Some(rule) = self.ask.iter().find(|r| applies(r, MatchMode::Anywhere)) {
-            let reason = match &rule.reason {
-                Some(r) => format!("`{}` needs approval (rule {}): {r}", shown(cmd), rule.id),
-                None => format!(
-                    "`{}` needs a person's approval under this policy (it matches `{}`).",
-                    shown(cmd),
-                    rule.pattern.as_str()
-                ),
-            };
-            return Some(Finding::new(
-                Decision::Ask,
-                RuleId::Named(rule.id.clone()),
-                reason,
-            ));
+            return Some(ask_finding(rule, cmd));
         }
         if cmd.is_wrapper {
             return None;
         }
         if let Some(rule) = self.allow.iter().find(|r| applies(r, MatchMode::Prefix)) {
-            return Some(Finding::new(
-                Decision::Allow,
-                RuleId::Named(rule.id.clone()),
-                format!(
-                    "`{}` is allowed (it matches `{}`)",
-                    shown(cmd),
-                    rule.pattern.as_str()
-                ),
-            ));
+            return Some(allow_finding(rule, cmd));
         }
         let reason = match self.default {
             Decision::Allow => format!("`{}` matches no command list; the policy allows it by default", shown(cmd)),
@@ -212,6 +218,43 @@ impl CommandRules {
             ),
         };
         Some(Finding::new(self.default, RuleId::CommandsDefault, reason))
+    }
+
+    /// What the audit-only entries (`mode: audit`) that match `cmd` would
+    /// decide, each as its list would (deny and ask entries anywhere in the
+    /// command, allow entries at its start).
+    pub fn audit(&self, cmd: &SimpleCommand, ws: &Workspace, files: &[PathFact]) -> Vec<Finding> {
+        let applies = |r: &&CommandRule, mode: MatchMode| {
+            r.audit && r.pattern.matches(cmd, mode) && !r.unless.holds(&r.pattern, cmd, ws, files)
+        };
+        let mut out: Vec<Finding> = Vec::new();
+        out.extend(
+            self.deny
+                .iter()
+                .filter(|r| applies(r, MatchMode::Anywhere))
+                .map(|r| deny_finding(r, cmd)),
+        );
+        out.extend(
+            self.ask
+                .iter()
+                .filter(|r| applies(r, MatchMode::Anywhere))
+                .map(|r| ask_finding(r, cmd)),
+        );
+        out.extend(
+            self.allow
+                .iter()
+                .filter(|r| applies(r, MatchMode::Prefix))
+                .map(|r| allow_finding(r, cmd)),
+        );
+        out
+    }
+
+    /// How many command entries are audit-only.
+    pub fn audit_entries(&self) -> usize {
+        [&self.allow, &self.ask, &self.deny]
+            .iter()
+            .map(|list| list.iter().filter(|r| r.audit).count())
+            .sum()
     }
 
     /// The finding for interpreter code the analyzer could not fully

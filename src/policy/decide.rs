@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::finding::{Finding, RuleId, Strictest, Verdict};
+use super::finding::{AuditFinding, Finding, RuleId, Strictest, Verdict};
 use super::limits::{check_arguments, preview};
 use super::paths::{PathFact, PathSource};
 use super::shell::{self, ShellAnalysis, ShellLimits};
@@ -293,10 +293,13 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
             reason: format!("Arguments of tool {} must be a JSON object", facts.tool),
             rule: None,
             terminate: false,
+            audit: Vec::new(),
         };
     };
     let mut best = Strictest::new();
     let mut consider = |f: Finding| best.offer(f);
+    // Audit-only entries' findings: recorded with the verdict, never offered.
+    let mut audit: Vec<AuditFinding> = Vec::new();
     for p in &facts.problems {
         consider(p.clone());
     }
@@ -326,6 +329,13 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
             if let Some(f) = policy.commands.judge(cmd, ws, files) {
                 consider(f);
             }
+            audit.extend(
+                policy
+                    .commands
+                    .audit(cmd, ws, files)
+                    .into_iter()
+                    .map(AuditFinding::from),
+            );
             for fact in files {
                 if let Some(f) = policy.paths.check(ws, &facts.roots, fact) {
                     consider(f);
@@ -347,18 +357,24 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
                 .reason
                 .clone()
                 .unwrap_or_else(|| format!("Policy rule {} matched this call", rule.id));
-            consider(Finding {
+            let finding = Finding {
                 decision: rule.decision,
                 rule: RuleId::Named(rule.id.clone()),
                 reason,
                 terminate: rule.terminate,
-            });
+            };
+            if rule.audit {
+                audit.push(finding.into());
+            } else {
+                consider(finding);
+            }
         }
     }
     let terminate_tool = policy.terminate_tools.contains(&facts.tool);
     match best.into_inner() {
         Some(f) => Verdict {
             terminate: f.terminate || (f.decision == Decision::Allow && terminate_tool),
+            audit,
             ..Verdict::from(f)
         },
         None => Verdict {
@@ -366,6 +382,7 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
             reason: format!("Tool {} is allowed", facts.tool),
             rule: None,
             terminate: terminate_tool,
+            audit,
         },
     }
 }
@@ -382,6 +399,7 @@ fn unknown_tool(policy: &Policy, name: &str) -> Verdict {
         reason,
         rule: Some(RuleId::ToolsUnknown.into_string()),
         terminate: false,
+        audit: Vec::new(),
     }
 }
 

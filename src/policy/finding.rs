@@ -103,6 +103,31 @@ pub struct Verdict {
     pub rule: Option<String>,
     /// Whether the batch ends with this call.
     pub terminate: bool,
+    /// What the policy's audit entries (`mode: audit`) would have decided;
+    /// never part of the decision. Absent from JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub audit: Vec<AuditFinding>,
+}
+
+/// A finding of an audit-only entry: recorded, never decisive.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AuditFinding {
+    /// What the entry would decide.
+    pub decision: Decision,
+    /// The entry's rule id.
+    pub rule: String,
+    /// Its reason.
+    pub reason: String,
+}
+
+impl From<Finding> for AuditFinding {
+    fn from(f: Finding) -> AuditFinding {
+        AuditFinding {
+            decision: f.decision,
+            rule: f.rule.into_string(),
+            reason: f.reason,
+        }
+    }
 }
 
 impl Verdict {
@@ -133,6 +158,7 @@ impl Verdict {
             reason: reason.into(),
             rule: rule.map(RuleId::into_string),
             terminate: false,
+            audit: Vec::new(),
         }
     }
 }
@@ -144,6 +170,7 @@ impl From<Finding> for Verdict {
             reason: f.reason,
             rule: Some(f.rule.into_string()),
             terminate: f.terminate,
+            audit: Vec::new(),
         }
     }
 }

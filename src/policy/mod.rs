@@ -30,7 +30,7 @@ pub use crate::config::policy_file::{Decision, UnknownToolDecision};
 pub use crate::workspace::{Access, Workspace};
 pub use compile::{compile, CompileOptions};
 pub use decide::{CallFacts, ToolCall};
-pub use finding::{Finding, RuleId, Strictest, Verdict};
+pub use finding::{AuditFinding, Finding, RuleId, Strictest, Verdict};
 pub use limits::{LimitExceeded, Limits};
 pub use redact::{LazyRedactor, Redactor};
 pub use tools::ToolNotFound;
@@ -143,15 +143,24 @@ impl Policy {
     /// (what `toolgate check` prints after `ok: policy`).
     pub fn summary(&self) -> String {
         format!(
-            "{} — {} files, active tools: {}; {} rules, {} result rules, {} command patterns, {} redaction rules",
+            "{} — {} files, active tools: {}; {} rules, {} result rules, {} command patterns, {} redaction rules{}",
             self.version,
             self.files.len(),
             self.tools.active.join(", "),
             self.rules.rules.len(),
             self.results.rules.len(),
             self.commands.allow.len() + self.commands.ask.len() + self.commands.deny.len(),
-            self.redactor.len()
+            self.redactor.len(),
+            match self.audit_entries() {
+                0 => String::new(),
+                n => format!("; {n} audit-only (mode: audit)"),
+            }
         )
+    }
+
+    /// How many command entries and rules are audit-only (`mode: audit`).
+    pub fn audit_entries(&self) -> usize {
+        self.commands.audit_entries() + self.rules.rules.iter().filter(|r| r.audit).count()
     }
 
     /// The load's warnings plus the imported redaction rules that fail the

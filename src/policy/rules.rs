@@ -150,6 +150,8 @@ pub struct Rule {
     pub reason: Option<String>,
     /// Whether a match also ends the batch.
     pub terminate: bool,
+    /// Audit-only (`mode: audit`): recorded, never decisive.
+    pub audit: bool,
 }
 
 /// Every layer's rules, in file order.

@@ -78,7 +78,11 @@ pub fn decision_line(
     if let std::borrow::Cow::Owned(clean) = policy.redactor.get().redact(&reason) {
         reason = clean;
     }
-    json!({
+    let audit = match &result.verdict {
+        Some(v) if !v.audit.is_empty() => json!(v.audit),
+        _ => Value::Null,
+    };
+    let mut line = json!({
         "time": now_rfc3339(),
         "id": result.id,
         "tool": result.name,
@@ -90,8 +94,12 @@ pub fn decision_line(
         "is_error": result.is_error,
         "result_rule": result.result_rule,
         "arguments": arguments,
-    })
-    .to_string()
+    });
+    // `audit` only when an audit-only entry (mode: audit) had a finding.
+    if !audit.is_null() {
+        line["audit"] = audit;
+    }
+    line.to_string()
 }
 
 fn first_chars(s: &str, n: usize) -> String {
@@ -144,6 +152,28 @@ mod tests {
         assert_eq!(line(&result)["result_rule"], Value::Null);
         result.result_rule = Some("stop-on-failed-tests".into());
         assert_eq!(line(&result)["result_rule"], "stop-on-failed-tests");
+    }
+
+    #[test]
+    fn audit_findings_are_logged_only_when_there_are_some() {
+        let policy = Policy::from_yaml("version: 1\n").unwrap();
+        let mut result = ToolResult::error("1", "bash", "x");
+        let mut verdict = crate::policy::Verdict::deny(None, "no");
+        result.verdict = Some(verdict.clone());
+        let line = |r: &ToolResult| -> Value {
+            serde_json::from_str(&decision_line(&policy, r, &json!({}), Duration::ZERO)).unwrap()
+        };
+        assert!(line(&result).get("audit").is_none());
+        verdict.audit.push(crate::policy::AuditFinding {
+            decision: crate::policy::Decision::Deny,
+            rule: "no-network".into(),
+            reason: "no network".into(),
+        });
+        result.verdict = Some(verdict);
+        assert_eq!(
+            line(&result)["audit"],
+            json!([{"decision": "deny", "rule": "no-network", "reason": "no network"}])
+        );
     }
 
     #[test]

@@ -26,6 +26,8 @@ type DecisionKey = (&'static str, String, String, String);
 pub struct Metrics {
     /// (source, tool, decision, rule) -> count; source is `call` or `eval`.
     decisions: Mutex<BTreeMap<DecisionKey, u64>>,
+    /// The same labels for audit-only findings (`mode: audit`).
+    audit: Mutex<BTreeMap<DecisionKey, u64>>,
     /// (tool, result rule) -> count of results the rule applied to.
     result_rules: Mutex<BTreeMap<(String, String), u64>>,
     reloads_ok: AtomicU64,
@@ -51,6 +53,9 @@ impl Metrics {
             None => ("none".to_string(), String::new()),
         };
         self.count_decision("call", &result.name, decision, rule);
+        if let Some(v) = &result.verdict {
+            self.count_audit("call", &result.name, v);
+        }
         if let Some(rule) = &result.result_rule {
             let mut r = self.result_rules.lock().unwrap_or_else(|e| e.into_inner());
             *r.entry((result.name.clone(), rule.clone())).or_insert(0) += 1;
@@ -77,6 +82,23 @@ impl Metrics {
             verdict.decision.as_str().to_string(),
             verdict.rule.clone().unwrap_or_default(),
         );
+        self.count_audit("eval", tool, verdict);
+    }
+
+    fn count_audit(&self, source: &'static str, tool: &str, verdict: &Verdict) {
+        if verdict.audit.is_empty() {
+            return;
+        }
+        let mut a = self.audit.lock().unwrap_or_else(|e| e.into_inner());
+        for f in &verdict.audit {
+            let key = (
+                source,
+                tool.to_string(),
+                f.decision.as_str().to_string(),
+                f.rule.clone(),
+            );
+            *a.entry(key).or_insert(0) += 1;
+        }
     }
 
     fn count_decision(&self, source: &'static str, tool: &str, decision: String, rule: String) {
@@ -98,6 +120,22 @@ impl Metrics {
     /// The Prometheus text exposition of every metric.
     pub fn render(&self, policy_version: &str) -> String {
         let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP toolgate_audit_findings_total What audit-only entries (mode: audit) would have decided, by source, tool, decision and rule; never part of a decision."
+        );
+        let _ = writeln!(out, "# TYPE toolgate_audit_findings_total counter");
+        for ((source, tool, decision, rule), n) in
+            self.audit.lock().unwrap_or_else(|e| e.into_inner()).iter()
+        {
+            let _ = writeln!(
+                out,
+                "toolgate_audit_findings_total{{mode=\"audit\",source=\"{source}\",tool=\"{}\",decision=\"{}\",rule=\"{}\"}} {n}",
+                escape(tool),
+                escape(decision),
+                escape(rule)
+            );
+        }
         let _ = writeln!(
             out,
             "# HELP toolgate_decisions_total Decisions, by source (call or eval), tool, decision and rule."
@@ -204,18 +242,27 @@ mod tests {
             reason: "no".into(),
             rule: Some("no-rm".into()),
             terminate: false,
+            audit: Vec::new(),
         };
         let mut result = ToolResult::error("1", "bash", "denied");
         result.verdict = Some(deny.clone());
         metrics.record_call(&result, Duration::from_millis(2));
         metrics.record_call(&result, Duration::from_millis(2));
         metrics.record_eval("bash", &deny);
+        let mut audited = deny.clone();
+        audited.audit.push(crate::policy::AuditFinding {
+            decision: Decision::Ask,
+            rule: "review-pushes".into(),
+            reason: "r".into(),
+        });
+        metrics.record_eval("bash", &audited);
         let text = metrics.render("v1");
+        assert!(text.contains("toolgate_audit_findings_total{mode=\"audit\",source=\"eval\",tool=\"bash\",decision=\"ask\",rule=\"review-pushes\"} 1"), "{text}");
         assert!(text.contains(
             "toolgate_decisions_total{source=\"call\",tool=\"bash\",decision=\"deny\",rule=\"no-rm\"} 2"
         ), "{text}");
         assert!(text.contains(
-            "toolgate_decisions_total{source=\"eval\",tool=\"bash\",decision=\"deny\",rule=\"no-rm\"} 1"
+            "toolgate_decisions_total{source=\"eval\",tool=\"bash\",decision=\"deny\",rule=\"no-rm\"} 2"
         ), "{text}");
         assert!(!text.contains("toolgate_result_rules_total{"), "{text}");
         result.result_rule = Some("stop-on-failed-tests".into());

@@ -24,13 +24,13 @@ use serde_json::Value;
 
 use self::input::{Line, Record};
 use self::report::{Example, Report};
-use super::error::load;
+use super::error::{load, load_with};
 use super::input::open_workspace;
 use super::{CliError, ConfigArgs};
 use crate::config::ConfigPaths;
 use crate::hooks::{self, CliVerdict};
 use crate::policy::Decision;
-use crate::{Policy, ToolCall, Workspace};
+use crate::{CompileOptions, Policy, ToolCall, Workspace};
 
 /// How the report is printed.
 #[derive(Clone, Copy, ValueEnum)]
@@ -64,6 +64,7 @@ pub(crate) struct Flags {
     pub(crate) examples: usize,
     pub(crate) fail_on: FailOn,
     pub(crate) skip_invalid: bool,
+    pub(crate) enforce_audit: bool,
     pub(crate) inputs: Vec<PathBuf>,
 }
 
@@ -83,7 +84,15 @@ pub(crate) fn run(flags: Flags) -> Result<ExitCode, CliError> {
             "give at least one INPUT: a decision log, an `eval --calls` file, hook payloads, a Claude Code transcript or a Codex rollout (- for stdin)",
         ));
     }
-    let new = load(&flags.config.paths(), flags.profile.clone())?;
+    // Audit entries of the new policy count as enforced with
+    // --enforce-audit; the baseline is taken as it runs.
+    let new = load_with(
+        &flags.config.paths(),
+        &CompileOptions {
+            profile: flags.profile.clone(),
+            enforce_audit: flags.enforce_audit,
+        },
+    )?;
     let old = match &flags.baseline {
         Some(dir) => Some(load(
             &ConfigPaths {

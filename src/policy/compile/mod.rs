@@ -28,7 +28,7 @@ use super::tools::{ToolInfo, ToolSet};
 use super::{Decision, Policy, UnknownToolDecision};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
 use crate::config::parse::display_path;
-use crate::config::policy_file::{CommandEntry, UnlessSpec};
+use crate::config::policy_file::{CommandEntry, Mode, UnlessSpec};
 use crate::config::{Loaded, PolicyLayer};
 use crate::workspace::GlobList;
 
@@ -37,6 +37,9 @@ use crate::workspace::GlobList;
 pub struct CompileOptions {
     /// Use this profile's tools as the active set (`--profile`).
     pub profile: Option<String>,
+    /// Treat audit-only entries (`mode: audit`) as enforced: what the
+    /// policy would decide once they are switched on (`replay --enforce-audit`).
+    pub enforce_audit: bool,
 }
 
 /// Compiles loaded files into one policy, or reports every problem.
@@ -47,7 +50,9 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         diags,
         tools,
         warnings: Vec::new(),
+        enforce_audit: options.enforce_audit,
     };
+    c.audit_layers(&loaded.layers);
     let active = c.active_set(&loaded.layers, options);
     let paths = c.paths(&loaded.layers);
     let commands = c.commands(&loaded.layers);
@@ -66,6 +71,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         diags,
         mut tools,
         warnings,
+        ..
     } = c;
     // A redactor is missing only when its rules failed, which was reported.
     let (true, Some(redactor)) = (diags.is_empty(), redaction.redactor) else {
@@ -133,9 +139,67 @@ struct Compiler {
     tools: ToolSet,
     /// Problems that do not stop the load (`toolgate check` shows them).
     warnings: Vec<Diagnostic>,
+    /// [`CompileOptions::enforce_audit`].
+    enforce_audit: bool,
 }
 
 impl Compiler {
+    /// An audit layer (`mode: audit` at the top of a file) may hold only
+    /// command lists and rules: what else it could say (paths, tools,
+    /// limits, redaction) has no audit-only meaning.
+    fn audit_layers(&mut self, layers: &[PolicyLayer]) {
+        for layer in layers {
+            let p = &layer.policy;
+            if p.mode != Some(Mode::Audit) {
+                continue;
+            }
+            let mut others: Vec<&str> = [
+                ("tools", p.tools.is_some()),
+                ("paths", p.paths.is_some()),
+                ("results", !p.results.is_empty()),
+                ("redact", p.redact.is_some()),
+                ("terminate", p.terminate.is_some()),
+                ("limits", p.limits.is_some()),
+            ]
+            .into_iter()
+            .filter(|(_, set)| *set)
+            .map(|(name, _)| name)
+            .collect();
+            if let Some(c) = &p.commands {
+                for (name, set) in [
+                    ("commands.unparsed", c.unparsed.is_some()),
+                    ("commands.default", c.default.is_some()),
+                    ("commands.inline_code", c.inline_code.is_some()),
+                    ("commands.variables", !c.variables.is_empty()),
+                    ("commands.exec_options", !c.exec_options.is_empty()),
+                    ("commands.exec_env", c.exec_env.is_some()),
+                ] {
+                    if set {
+                        others.push(name);
+                    }
+                }
+            }
+            if !others.is_empty() {
+                self.err(
+                    layer,
+                    "mode",
+                    format!(
+                        "this file is `mode: audit`, which applies to command entries and rules only, but it also sets {}",
+                        others.join(", ")
+                    ),
+                    "move those keys to an enforcing policy file, or put `mode: audit` on single entries instead",
+                );
+            }
+        }
+    }
+
+    /// Whether an entry with `mode` in `layer` is audit-only.
+    fn is_audit(&self, layer: &PolicyLayer, mode: Option<Mode>) -> bool {
+        !self.enforce_audit
+            && (mode == Some(Mode::Audit)
+                || (layer.policy.mode == Some(Mode::Audit) && mode != Some(Mode::Enforce)))
+    }
+
     fn err(
         &mut self,
         layer: &PolicyLayer,
@@ -358,11 +422,16 @@ impl Compiler {
                                 },
                                 CommandEntry::Pattern(_) => Unless::default(),
                             };
+                            let mode = match entry {
+                                CommandEntry::Detailed(d) => d.mode,
+                                CommandEntry::Pattern(_) => None,
+                            };
                             into.push(CommandRule {
                                 pattern,
                                 id,
                                 reason,
                                 unless,
+                                audit: self.is_audit(layer, mode),
                             });
                         }
                         Err(e) => {
@@ -531,6 +600,7 @@ impl Compiler {
                     decision: spec.decision,
                     reason: spec.reason.clone(),
                     terminate: spec.terminate,
+                    audit: self.is_audit(layer, spec.mode),
                 });
             }
         }
