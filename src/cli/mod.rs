@@ -10,6 +10,7 @@ mod call;
 mod check;
 mod error;
 mod eval;
+mod explain;
 mod hook;
 mod input;
 mod redact;
@@ -80,6 +81,34 @@ enum Command {
         /// A JSONL file (or - for stdin) with one call per line.
         #[arg(long)]
         calls: Option<PathBuf>,
+    },
+    /// Explain one call's verdict: the commands and paths the policy saw,
+    /// every finding with its rule's file and line, and which one decided.
+    Explain {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The workspace paths are resolved against.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Use this profile's active tools.
+        #[arg(long)]
+        profile: Option<String>,
+        /// The tool called (with --args).
+        #[arg(long, requires = "args", conflicts_with = "call")]
+        tool: Option<String>,
+        /// The arguments, a JSON object (with --tool).
+        #[arg(long, requires = "tool")]
+        args: Option<String>,
+        /// A file (or - for stdin) holding one call: {"name": …, "arguments": {…}}.
+        #[arg(long)]
+        call: Option<PathBuf>,
+        /// The directory a command runs in, relative to the workspace (as an
+        /// agent CLI's working directory).
+        #[arg(long, value_name = "DIR")]
+        workdir: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "human")]
+        format: explain::ExplainFormat,
     },
     /// Run calls through the whole pipeline (policy, tools, redaction); prints
     /// one JSON result per call, in source order.
@@ -257,6 +286,25 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             call,
             calls,
         } => eval::run(&config, &workspace, profile, tool, args, call, calls),
+        Command::Explain {
+            config,
+            workspace,
+            profile,
+            tool,
+            args,
+            call,
+            workdir,
+            format,
+        } => explain::run(explain::Flags {
+            config,
+            workspace,
+            profile,
+            tool,
+            args,
+            call,
+            workdir,
+            format,
+        }),
         Command::Call {
             config,
             workspace,

@@ -279,55 +279,99 @@ fn join_base(base: &str, word: &str) -> String {
 
 /// Judges gathered facts (the pure half of a decision).
 pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
+    let mut best = Strictest::new();
+    let mut audit = Vec::new();
+    if let Some(early) = examine(policy, ws, facts, &mut |_, f| best.offer(f), &mut audit) {
+        return early;
+    }
+    conclude(policy, facts, best.into_inner(), audit)
+}
+
+/// Which check of a call a finding comes from (`explain` shows it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FindingSource {
+    /// The arguments themselves (types, sizes).
+    Arguments,
+    /// The path argument `facts.paths[i]`.
+    Path(usize),
+    /// A limit on the command's length or nesting.
+    CommandLimit,
+    /// What the shell analyzer could not account for.
+    Unparsed,
+    /// Interpreter code it could not account for.
+    InlineCode,
+    /// The command lists, on simple command `i`.
+    Command(usize),
+    /// Path word `j` of simple command `i`.
+    CommandPath(usize, usize),
+    /// An argument rule (`rules:`).
+    Rule,
+}
+
+/// Offers every finding about `facts` to `offer`, in the order that makes
+/// the reported finding the most telling at its level, and collects the
+/// audit-only ones. `Some` when the call is decided before any check (an
+/// unknown or inactive tool, arguments that are not an object).
+pub(crate) fn examine(
+    policy: &Policy,
+    ws: &Workspace,
+    facts: &CallFacts,
+    offer: &mut dyn FnMut(FindingSource, Finding),
+    audit: &mut Vec<AuditFinding>,
+) -> Option<Verdict> {
     match facts.status {
-        ToolStatus::Unknown => return unknown_tool(policy, &facts.tool),
+        ToolStatus::Unknown => return Some(unknown_tool(policy, &facts.tool)),
         ToolStatus::Inactive => {
             let not_found = super::tools::ToolNotFound(facts.tool.clone());
-            return Verdict::deny(Some(RuleId::ToolsActive), not_found.to_string());
+            return Some(Verdict::deny(
+                Some(RuleId::ToolsActive),
+                not_found.to_string(),
+            ));
         }
         ToolStatus::Active => {}
     }
     let Some(args) = &facts.args else {
-        return Verdict {
+        return Some(Verdict {
             decision: Decision::Deny,
             reason: format!("Arguments of tool {} must be a JSON object", facts.tool),
             rule: None,
             terminate: false,
             audit: Vec::new(),
-        };
+        });
     };
-    let mut best = Strictest::new();
-    let mut consider = |f: Finding| best.offer(f);
-    // Audit-only entries' findings: recorded with the verdict, never offered.
-    let mut audit: Vec<AuditFinding> = Vec::new();
     for p in &facts.problems {
-        consider(p.clone());
+        offer(FindingSource::Arguments, p.clone());
     }
-    for fact in &facts.paths {
+    for (i, fact) in facts.paths.iter().enumerate() {
         if let Some(f) = policy.paths.check(ws, &facts.roots, fact) {
-            consider(f);
+            offer(FindingSource::Path(i), f);
         }
     }
     if let Some(shell) = &facts.shell {
         if let Some(over) = &shell.analysis.over_limit {
-            consider(Finding::new(
-                Decision::Deny,
-                RuleId::Limit(over.rule()),
-                over.message(),
-            ));
+            offer(
+                FindingSource::CommandLimit,
+                Finding::new(Decision::Deny, RuleId::Limit(over.rule()), over.message()),
+            );
         }
         if !shell.analysis.unparsed.is_empty() {
-            consider(policy.commands.judge_unparsed(&shell.analysis.unparsed));
+            offer(
+                FindingSource::Unparsed,
+                policy.commands.judge_unparsed(&shell.analysis.unparsed),
+            );
         }
         if !shell.analysis.inline_code.is_empty() {
-            consider(policy.commands.judge_inline(&shell.analysis.inline_code));
+            offer(
+                FindingSource::InlineCode,
+                policy.commands.judge_inline(&shell.analysis.inline_code),
+            );
         }
-        for (cmd, files) in shell.analysis.commands.iter().zip(&shell.files) {
+        for (i, (cmd, files)) in shell.analysis.commands.iter().zip(&shell.files).enumerate() {
             // The command's own rule first: at equal strictness, the first
             // finding is the one reported, and "rm -rf is denied" says more
             // than "/ is outside the roots".
             if let Some(f) = policy.commands.judge(cmd, ws, files) {
-                consider(f);
+                offer(FindingSource::Command(i), f);
             }
             audit.extend(
                 policy
@@ -336,9 +380,9 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
                     .into_iter()
                     .map(AuditFinding::from),
             );
-            for fact in files {
+            for (j, fact) in files.iter().enumerate() {
                 if let Some(f) = policy.paths.check(ws, &facts.roots, fact) {
-                    consider(f);
+                    offer(FindingSource::CommandPath(i, j), f);
                 }
             }
         }
@@ -366,12 +410,22 @@ pub fn decide(policy: &Policy, ws: &Workspace, facts: &CallFacts) -> Verdict {
             if rule.audit {
                 audit.push(finding.into());
             } else {
-                consider(finding);
+                offer(FindingSource::Rule, finding);
             }
         }
     }
+    None
+}
+
+/// The verdict from the strictest finding (`None`: nothing objected).
+pub(crate) fn conclude(
+    policy: &Policy,
+    facts: &CallFacts,
+    best: Option<Finding>,
+    audit: Vec<AuditFinding>,
+) -> Verdict {
     let terminate_tool = policy.terminate_tools.contains(&facts.tool);
-    match best.into_inner() {
+    match best {
         Some(f) => Verdict {
             terminate: f.terminate || (f.decision == Decision::Allow && terminate_tool),
             audit,

@@ -17,6 +17,7 @@
 pub mod commands;
 mod compile;
 pub mod decide;
+pub mod explain;
 pub mod finding;
 pub mod limits;
 pub mod paths;
@@ -30,6 +31,7 @@ pub use crate::config::policy_file::{Decision, UnknownToolDecision};
 pub use crate::workspace::{Access, Workspace};
 pub use compile::{compile, CompileOptions};
 pub use decide::{CallFacts, ToolCall};
+pub use explain::Explanation;
 pub use finding::{AuditFinding, Finding, RuleId, Strictest, Verdict};
 pub use limits::{LimitExceeded, Limits};
 pub use redact::{LazyRedactor, Redactor};
@@ -67,6 +69,18 @@ pub struct Policy {
     /// Problems that did not stop the load (gitleaks rules that cannot run
     /// here, config parts that do not apply), for `toolgate check`.
     pub(crate) warnings: crate::config::Diagnostics,
+    /// Where each rule id is written, for `explain`.
+    pub(crate) origins: std::collections::BTreeMap<String, RuleOrigin>,
+}
+
+/// Where a rule is written: a policy file and the key path within it
+/// (`commands.deny.3`); [`crate::config::Loaded`] turns the path into a line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleOrigin {
+    /// The policy file's name as loaded.
+    pub file: String,
+    /// The dotted key path of the entry in that file.
+    pub at: String,
 }
 
 impl Policy {
@@ -156,6 +170,12 @@ impl Policy {
                 n => format!("; {n} audit-only (mode: audit)"),
             }
         )
+    }
+
+    /// Where the rule with `id` is written, when the policy's files hold it
+    /// (built-in ids such as `tools.active` have none unless a file sets them).
+    pub fn rule_origin(&self, id: &str) -> Option<&RuleOrigin> {
+        self.origins.get(id)
     }
 
     /// How many command entries and rules are audit-only (`mode: audit`).

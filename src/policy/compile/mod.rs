@@ -25,7 +25,7 @@ use super::paths::{PathRules, RootSet};
 use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
 use super::shell::CommandPattern;
 use super::tools::{ToolInfo, ToolSet};
-use super::{Decision, Policy, UnknownToolDecision};
+use super::{Decision, Policy, RuleOrigin, UnknownToolDecision};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
 use crate::config::parse::display_path;
 use crate::config::policy_file::{CommandEntry, Mode, UnlessSpec};
@@ -51,6 +51,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         tools,
         warnings: Vec::new(),
         enforce_audit: options.enforce_audit,
+        origins: BTreeMap::new(),
     };
     c.audit_layers(&loaded.layers);
     let active = c.active_set(&loaded.layers, options);
@@ -71,6 +72,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         diags,
         mut tools,
         warnings,
+        origins,
         ..
     } = c;
     // A redactor is missing only when its rules failed, which was reported.
@@ -95,6 +97,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         redactor,
         limits,
         warnings: Diagnostics(redaction.warnings.into_iter().chain(warnings).collect()),
+        origins,
     })
 }
 
@@ -141,6 +144,8 @@ struct Compiler {
     warnings: Vec<Diagnostic>,
     /// [`CompileOptions::enforce_audit`].
     enforce_audit: bool,
+    /// Where each rule id is written (see [`RuleOrigin`]).
+    origins: BTreeMap<String, RuleOrigin>,
 }
 
 impl Compiler {
@@ -190,6 +195,20 @@ impl Compiler {
                     "move those keys to an enforcing policy file, or put `mode: audit` on single entries instead",
                 );
             }
+        }
+    }
+
+    /// Records that rule `id` is written at `at` in `layer`; the first
+    /// place wins (the same id in two layers names the first).
+    fn origin(&mut self, id: &str, layer: &PolicyLayer, at: &str) {
+        if !self.origins.contains_key(id) {
+            self.origins.insert(
+                id.to_string(),
+                RuleOrigin {
+                    file: layer.file.name.clone(),
+                    at: at.to_string(),
+                },
+            );
         }
     }
 
@@ -304,7 +323,10 @@ impl Compiler {
     fn globs(&mut self, layer: &PolicyLayer, list: &[String], path: &str, into: &mut Vec<String>) {
         for (i, g) in list.iter().enumerate() {
             match crate::workspace::compile_glob(g) {
-                Ok(_) => into.push(g.clone()),
+                Ok(_) => {
+                    self.origin(&format!("{path}[{g}]"), layer, &format!("{path}.{i}"));
+                    into.push(g.clone())
+                }
                 Err(e) => self.err(
                     layer,
                     &format!("{path}.{i}"),
@@ -341,6 +363,7 @@ impl Compiler {
                         );
                     }
                 }
+                self.origin("paths.roots", layer, "paths.roots");
                 root_sets.push(RootSet {
                     roots: roots.clone(),
                 });
@@ -426,6 +449,7 @@ impl Compiler {
                                 CommandEntry::Detailed(d) => d.mode,
                                 CommandEntry::Pattern(_) => None,
                             };
+                            self.origin(&id, layer, &at);
                             into.push(CommandRule {
                                 pattern,
                                 id,
@@ -440,6 +464,17 @@ impl Compiler {
                                 .with_help("write one simple command per entry, as words: e.g. `git push --force`"));
                         }
                     }
+                }
+            }
+            // The strictest setting decides; name the first layer that has it.
+            for (key, set, so_far) in [
+                ("commands.unparsed", c.unparsed, unparsed),
+                ("commands.default", c.default, default),
+                ("commands.inline_code", c.inline_code, inline_code),
+            ] {
+                if set.is_some() && set > so_far {
+                    self.origins.remove(key);
+                    self.origin(key, layer, key);
                 }
             }
             unparsed = unparsed.max(c.unparsed);
@@ -518,6 +553,7 @@ impl Compiler {
                         "give every rule in a file its own id",
                     );
                 }
+                self.origin(&spec.id, layer, &at);
                 // Which tools: the named ones, or every tool that has the arguments.
                 let named = spec
                     .tools
