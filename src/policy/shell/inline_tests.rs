@@ -322,3 +322,21 @@ fn literal_double_dash_and_exact_patterns() {
     assert_eq!(exact.fold_policy_flag("-f").as_deref(), Some("-f"));
     assert_eq!(folded.fold_policy_flag("-rf"), None);
 }
+
+#[test]
+fn su_script_chroot_flock_sudo_shell() {
+    assert!(has("su -c 'rm -rf /' root", "rm -rf /"));
+    assert!(has(
+        "script -q -c 'git reset --hard' /dev/null",
+        "git reset --hard"
+    ));
+    assert!(has("chroot /srv/root rm -rf /", "rm -rf /"));
+    assert!(has("flock /tmp/lock rm -rf x", "rm -rf x"));
+    assert!(!analyzed("flock /tmp/lock -c 'rm -rf x'")
+        .unparsed
+        .is_empty());
+    assert!(!analyzed("sudo -s 'rm -rf /'").unparsed.is_empty());
+    assert!(!analyzed("sudo -Es rm -rf /").unparsed.is_empty());
+    assert!(has("sudo -u admin rm -rf x", "rm -rf x"));
+    assert!(analyzed("sudo -u admin rm -rf x").unparsed.is_empty());
+}
