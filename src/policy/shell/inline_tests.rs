@@ -340,3 +340,20 @@ fn su_script_chroot_flock_sudo_shell() {
     assert!(has("sudo -u admin rm -rf x", "rm -rf x"));
     assert!(analyzed("sudo -u admin rm -rf x").unparsed.is_empty());
 }
+
+#[test]
+fn nested_loops_are_bounded() {
+    let values = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16";
+    let script = format!(
+        "for a in {values}; do for b in {values}; do for c in {values}; do echo $a$b$c; done; done; done"
+    );
+    let started = std::time::Instant::now();
+    let a = analyze(&script);
+    // 64 passes at most, then the loop variable is unknown (echo may hold it).
+    assert!(a.commands.len() <= 64 * 16 + 16, "{}", a.commands.len());
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    let b = analyze(&format!(
+        "for a in {values}; do for b in {values}; do for c in {values}; do rm $a$b$c; done; done; done"
+    ));
+    assert!(!b.unparsed.is_empty());
+}

@@ -30,6 +30,10 @@ pub(super) enum Work<'t> {
 /// a longer list leaves the loop variable unknown.
 const MAX_LOOP_VALUES: usize = 16;
 
+/// Most passes over `for` bodies in one analysis (nested loops multiply):
+/// past it, a loop's variable is left unknown.
+pub(super) const MAX_LOOP_PASSES: usize = 64;
+
 /// Walk state for one script: the source text the nodes point into, the
 /// analysis being filled, and the pending work.
 pub(super) struct Walker<'s, 'o> {
@@ -226,9 +230,11 @@ impl<'s> Walker<'s, '_> {
         let (Some(name), Some(body)) = (name, body) else {
             return false;
         };
-        if values.is_empty() || values.len() > MAX_LOOP_VALUES {
+        let passes = self.ctx.loop_passes.get() + values.len();
+        if values.is_empty() || values.len() > MAX_LOOP_VALUES || passes > MAX_LOOP_PASSES {
             return false;
         }
+        self.ctx.loop_passes.set(passes);
         for value in values.into_iter().rev() {
             self.stack.push(Work::Unbind);
             self.stack.push(Work::Statement(body, depth + 1));
