@@ -357,3 +357,16 @@ fn nested_loops_are_bounded() {
     ));
     assert!(!b.unparsed.is_empty());
 }
+
+#[test]
+fn a_pipeline_fed_by_a_heredoc_command_is_not_literal() {
+    assert!(!analyze("cat <<EOF | bash\nrm -rf /\nEOF")
+        .unparsed
+        .is_empty());
+    assert!(!analyze("cat <<'EOF' | python3\nimport ctypes\nEOF")
+        .inline_code
+        .is_empty());
+    assert!(analyze("cat <<EOF | grep x\nhello\nEOF")
+        .unparsed
+        .is_empty());
+}
