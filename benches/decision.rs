@@ -18,7 +18,10 @@
 //!   `Entities`; `decision/cedar_from_json` also builds them from JSON.
 //! - `decision/regorus`: `set_input` (prebuilt `Value`) + `eval_rule`.
 //! - `decision_full/*`: `Policy::evaluate` (gather + decide: path
-//!   resolution syscalls and tree-sitter parsing included), one call each.
+//!   resolution syscalls and tree-sitter parsing included), one call each:
+//!   a compound script, a read, and an interpreter one-liner
+//!   (`python3 -c "import os, sys; os.system('rm -rf build'); …"`, denied
+//!   through the command its code runs).
 //!
 //! The peers get the facts toolgate gathered (the workspace-relative path; the
 //! program, first positional word and short flags of the command), so every
@@ -200,6 +203,20 @@ fn bench_full(c: &mut Criterion) {
         name: "bash".into(),
         arguments: json!({"command": "cargo test && cargo test -- --ignored | tee /dev/null; rm -rf build"}),
     };
+    // Interpreter code (issue 14): the one-liner is read for the shell
+    // command it runs, which `rm -rf` denies.
+    let interpreter = ToolCall {
+        id: "6".into(),
+        name: "bash".into(),
+        arguments: json!({"command": "python3 -c \"import os, sys; os.system('rm -rf build'); print(sys.argv)\""}),
+    };
+    let v = s.policy.evaluate(&s.ws, &interpreter);
+    assert_eq!(v.decision, Decision::Deny, "interpreter: {}", v.reason);
+    assert!(
+        v.reason.contains("rm -rf"),
+        "the interpreter's command decides: {}",
+        v.reason
+    );
     let read = s.requests[0].0.clone();
     let v = s.policy.evaluate(&s.ws, &compound);
     assert_eq!(v.decision, Decision::Deny, "compound: {}", v.reason);
@@ -219,6 +236,9 @@ fn bench_full(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(3));
     group.bench_function("toolgate_full_compound", |b| {
         b.iter(|| black_box(s.policy.evaluate(&s.ws, black_box(&compound))))
+    });
+    group.bench_function("toolgate_full_interpreter", |b| {
+        b.iter(|| black_box(s.policy.evaluate(&s.ws, black_box(&interpreter))))
     });
     group.bench_function("toolgate_full_read", |b| {
         b.iter(|| black_box(s.policy.evaluate(&s.ws, black_box(&read))))

@@ -396,6 +396,48 @@ fn schemas_are_json_schema_documents() {
         };
         assert!(props.contains_key(want), "{kind} schema lacks {want}");
     }
+    // The policy language of issue 14 is described.
+    let o = toolgate(&["schema", "policy"]);
+    let text = stdout(&o);
+    for key in [
+        "inline_code",
+        "variables",
+        "unless",
+        "operands_under",
+        "exact",
+    ] {
+        assert!(
+            text.contains(&format!("\"{key}\"")),
+            "policy schema lacks {key}"
+        );
+    }
+}
+
+/// A plain-string pattern with `--` is read differently than before (it
+/// used to be dropped): `toolgate check` says so, and still loads it.
+#[test]
+fn check_warns_about_a_double_dash_pattern() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.yaml");
+    std::fs::write(
+        &file,
+        "version: 1\ncommands:\n  deny: [\"git checkout --\", { pattern: \"git restore --\" }]\n",
+    )
+    .unwrap();
+    let o = toolgate(&[
+        "check",
+        "--policies",
+        file.to_str().unwrap(),
+        "--manifests",
+        "../../tool-manifests",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("warning: command pattern `git checkout --`"),
+        "{out}"
+    );
+    assert!(!out.contains("`git restore --`"), "{out}");
 }
 
 #[test]

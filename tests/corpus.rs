@@ -283,3 +283,63 @@ fn path_corpus() {
         failures.join("\n  ")
     );
 }
+
+/// The policy language of issue 14 (`unless`, literal `--`, `exact`,
+/// `variables`, `inline_code`) and the analyzer work behind it (eval, input
+/// into shells, `find -delete`, print-only variables, `for` values,
+/// interpreter code), under a default-allow policy written with them.
+#[test]
+fn language_corpus() {
+    // The policy's `commands.variables` reads toolgate's own environment.
+    std::env::set_var("TOOLGATE_CORPUS_TMP", "/var/tmp/tg-corpus");
+    std::env::remove_var("TOOLGATE_CORPUS_UNSET");
+    let text = std::fs::read_to_string(corpus_dir().join("language.yaml")).unwrap();
+    let corpus: Corpus<ShellCase> = serde_yaml::from_str(&text).unwrap();
+    assert!(
+        corpus.cases.len() >= 150,
+        "the language corpus must keep at least 150 cases, has {}",
+        corpus.cases.len()
+    );
+    let paths = ConfigPaths {
+        policies: Some(corpus_dir().join("language_policy.yaml")),
+        manifests: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tool-manifests")),
+    };
+    let policy = load_policy(&paths, &CompileOptions::default())
+        .unwrap_or_else(|d| panic!("the language policy must load:\n{d}"));
+    let fx = fixture();
+    let ws = Workspace::new(fx.ws.path()).unwrap();
+    let mut failures = Vec::new();
+    for case in &corpus.cases {
+        check_shell_case(&policy, &ws, case, &mut failures);
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} language cases failed:\n  {}",
+        failures.len(),
+        corpus.cases.len(),
+        failures.join("\n  ")
+    );
+}
+
+/// The default policy's rules that the new language makes expressible:
+/// discarding work needs approval, force pushes are denied but
+/// `--force-with-lease` asks, `find -delete` is `rm -rf`, inline code asks.
+#[test]
+fn language_default_corpus() {
+    let text = std::fs::read_to_string(corpus_dir().join("language_default.yaml")).unwrap();
+    let corpus: Corpus<ShellCase> = serde_yaml::from_str(&text).unwrap();
+    let policy = default_policy(None);
+    let fx = fixture();
+    let ws = Workspace::new(fx.ws.path()).unwrap();
+    let mut failures = Vec::new();
+    for case in &corpus.cases {
+        check_shell_case(&policy, &ws, case, &mut failures);
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} default-policy language cases failed:\n  {}",
+        failures.len(),
+        corpus.cases.len(),
+        failures.join("\n  ")
+    );
+}

@@ -258,3 +258,67 @@ proptest! {
         prop_assert_eq!(&got, &strictest, "{:?} decided by {:?}", script, rule);
     }
 }
+
+/// Ways to hand a literal command to something that runs it (issue 14):
+/// `eval`, `bash -c`, a literal `echo` piped into a shell and a here-string
+/// are analyzed as the command itself, so they get its decision exactly.
+fn shell_form() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(vec![
+        "eval 'C'",
+        "eval \"C\"",
+        "bash -c 'C'",
+        "sh -c \"C\"",
+        "echo 'C' | bash",
+        "printf '%s\\n' 'C' | sh",
+        "bash <<< 'C'",
+        "bash <<'EOF'\nC\nEOF",
+    ])
+}
+
+/// Interpreter code that runs a literal command: never less strict than
+/// the command (the interpreter itself is judged too).
+fn interpreter_form() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(vec![
+        "python3 -c \"import os; os.system('C')\"",
+        "python3 -c \"import subprocess; subprocess.run('C', shell=True)\"",
+        "node -e \"require('child_process').execSync('C')\"",
+        "ruby -e \"system('C')\"",
+        "perl -e \"system('C')\"",
+        "php -r \"system('C');\"",
+        "echo \"import os; os.system('C')\" | python3",
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn a_command_handed_to_a_shell_gets_its_own_decision(
+        cmd in simple_command(),
+        form in shell_form(),
+    ) {
+        let script = form.replace('C', cmd);
+        let alone = decide("bash", json!({"command": cmd})).0;
+        let (got, rule) = decide("bash", json!({"command": script}));
+        prop_assert_eq!(&got, &alone, "{:?} decided by {:?}", script, rule);
+    }
+
+    #[test]
+    fn a_command_in_interpreter_code_is_never_less_strict(
+        cmd in simple_command(),
+        form in interpreter_form(),
+    ) {
+        let script = form.replace('C', cmd);
+        let alone = decide("bash", json!({"command": cmd})).0;
+        let (got, rule) = decide("bash", json!({"command": script}));
+        prop_assert!(
+            strictness(&got) >= strictness(&alone),
+            "{:?} got {} ({:?}), alone {}",
+            script,
+            got,
+            rule,
+            alone
+        );
+        prop_assert!(strictness(&got) >= 1, "interpreter code is never allowed by the default policy: {:?}", script);
+    }
+}

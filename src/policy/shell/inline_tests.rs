@@ -322,3 +322,51 @@ fn literal_double_dash_and_exact_patterns() {
     assert_eq!(exact.fold_policy_flag("-f").as_deref(), Some("-f"));
     assert_eq!(folded.fold_policy_flag("-rf"), None);
 }
+
+#[test]
+fn su_script_chroot_flock_sudo_shell() {
+    assert!(has("su -c 'rm -rf /' root", "rm -rf /"));
+    assert!(has(
+        "script -q -c 'git reset --hard' /dev/null",
+        "git reset --hard"
+    ));
+    assert!(has("chroot /srv/root rm -rf /", "rm -rf /"));
+    assert!(has("flock /tmp/lock rm -rf x", "rm -rf x"));
+    assert!(!analyzed("flock /tmp/lock -c 'rm -rf x'")
+        .unparsed
+        .is_empty());
+    assert!(!analyzed("sudo -s 'rm -rf /'").unparsed.is_empty());
+    assert!(!analyzed("sudo -Es rm -rf /").unparsed.is_empty());
+    assert!(has("sudo -u admin rm -rf x", "rm -rf x"));
+    assert!(analyzed("sudo -u admin rm -rf x").unparsed.is_empty());
+}
+
+#[test]
+fn nested_loops_are_bounded() {
+    let values = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16";
+    let script = format!(
+        "for a in {values}; do for b in {values}; do for c in {values}; do echo $a$b$c; done; done; done"
+    );
+    let started = std::time::Instant::now();
+    let a = analyze(&script);
+    // 64 passes at most, then the loop variable is unknown (echo may hold it).
+    assert!(a.commands.len() <= 64 * 16 + 16, "{}", a.commands.len());
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    let b = analyze(&format!(
+        "for a in {values}; do for b in {values}; do for c in {values}; do rm $a$b$c; done; done; done"
+    ));
+    assert!(!b.unparsed.is_empty());
+}
+
+#[test]
+fn a_pipeline_fed_by_a_heredoc_command_is_not_literal() {
+    assert!(!analyze("cat <<EOF | bash\nrm -rf /\nEOF")
+        .unparsed
+        .is_empty());
+    assert!(!analyze("cat <<'EOF' | python3\nimport ctypes\nEOF")
+        .inline_code
+        .is_empty());
+    assert!(analyze("cat <<EOF | grep x\nhello\nEOF")
+        .unparsed
+        .is_empty());
+}

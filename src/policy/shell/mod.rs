@@ -287,6 +287,7 @@ pub fn analyze_vars(
         deadline,
         exec,
         vars,
+        loop_passes: std::cell::Cell::new(0),
     };
     analyze_into(script, 0, &ctx, &mut out);
     out
@@ -301,6 +302,9 @@ struct Context<'e> {
     exec: &'e ExecRules,
     /// Variables whose values are known.
     vars: &'e KnownVariables,
+    /// `for` bodies analyzed once per literal value so far, in this script
+    /// and every body nested in it (bounded by `walk::MAX_LOOP_PASSES`).
+    loop_passes: std::cell::Cell<usize>,
 }
 
 /// [`analyze`] at a given nesting depth, appending to `out`; `bash -c`

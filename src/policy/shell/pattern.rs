@@ -43,7 +43,10 @@ pub struct CommandPattern {
 /// - `rm`: `-R` and `--recursive` are `-r`; `--force` is `-f`.
 /// - `git ... push`: `-f` and `--force-with-lease` are `--force`, and a
 ///   `+refspec` operand (a forced update) also counts as `--force`.
-fn fold_flag(program: &str, git_push: bool, flag: Flag) -> Flag {
+/// - `git ... clean`: `--force` is `-f`, `--dry-run` is `-n`.
+/// - `git ... restore`: `--staged` is `-S`, `--worktree` is `-W`.
+fn fold_flag(program: &str, git: GitSub, flag: Flag) -> Flag {
+    let git_push = git == GitSub::Push;
     if program.is_empty() {
         return flag;
     }
@@ -53,7 +56,38 @@ fn fold_flag(program: &str, git_push: bool, flag: Flag) -> Flag {
         ("rm", Flag::Long(l)) if l == "force" => Flag::Short('f'),
         ("git", Flag::Short('f')) if git_push => Flag::Long("force".into()),
         ("git", Flag::Long(l)) if git_push && l == "force-with-lease" => Flag::Long("force".into()),
+        ("git", Flag::Long(l)) if git == GitSub::Clean && l == "force" => Flag::Short('f'),
+        ("git", Flag::Long(l)) if git == GitSub::Clean && l == "dry-run" => Flag::Short('n'),
+        ("git", Flag::Long(l)) if git == GitSub::Restore && l == "staged" => Flag::Short('S'),
+        ("git", Flag::Long(l)) if git == GitSub::Restore && l == "worktree" => Flag::Short('W'),
         (_, flag) => flag,
+    }
+}
+
+/// The git subcommand a pattern names, for its flag aliases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GitSub {
+    Push,
+    Clean,
+    Restore,
+    Other,
+}
+
+impl GitSub {
+    fn of(program: &str, words: &[String]) -> GitSub {
+        if program != "git" {
+            return GitSub::Other;
+        }
+        let has = |w: &str| words.iter().any(|x| x == w);
+        if has("push") {
+            GitSub::Push
+        } else if has("clean") {
+            GitSub::Clean
+        } else if has("restore") {
+            GitSub::Restore
+        } else {
+            GitSub::Other
+        }
     }
 }
 
@@ -67,7 +101,7 @@ fn program_matches(pattern: &str, program: &str) -> bool {
 /// (`git checkout --`). An empty `program` folds nothing (`exact: true`).
 fn split_words<'a>(
     program: &str,
-    git_push: bool,
+    git: GitSub,
     args: impl Iterator<Item = &'a str>,
 ) -> (Vec<&'a str>, BTreeSet<Flag>) {
     let mut positional = Vec::new();
@@ -80,14 +114,14 @@ fn split_words<'a>(
         } else if !options_done && is_flag(arg) {
             if let Some(long) = arg.strip_prefix("--") {
                 let name = long.split_once('=').map_or(long, |(n, _)| n);
-                flags.insert(fold_flag(program, git_push, Flag::Long(name.to_string())));
+                flags.insert(fold_flag(program, git, Flag::Long(name.to_string())));
             } else {
                 for c in arg[1..].chars() {
-                    flags.insert(fold_flag(program, git_push, Flag::Short(c)));
+                    flags.insert(fold_flag(program, git, Flag::Short(c)));
                 }
             }
         } else {
-            if program == "git" && git_push && arg.starts_with('+') && arg.len() > 1 {
+            if program == "git" && git == GitSub::Push && arg.starts_with('+') && arg.len() > 1 {
                 // (Only when folding: `exact` passes an empty program.)
                 flags.insert(Flag::Long("force".into()));
             }
@@ -117,10 +151,9 @@ impl CommandPattern {
                 "command pattern `{pattern}` must start with a program name, e.g. \"rm -rf\""
             ));
         }
-        let git_push = program == "git" && words[1..].iter().any(|w| w == "push");
+        let git = GitSub::of(&program, &words[1..]);
         let fold_as = if exact { "" } else { program.as_str() };
-        let (positional, flags) =
-            split_words(fold_as, git_push, words[1..].iter().map(String::as_str));
+        let (positional, flags) = split_words(fold_as, git, words[1..].iter().map(String::as_str));
         Ok(CommandPattern {
             text: pattern.to_string(),
             positional: positional.into_iter().map(str::to_string).collect(),
@@ -169,8 +202,8 @@ impl CommandPattern {
         } else {
             self.program.as_str()
         };
-        let git_push = self.program == "git" && self.positional.iter().any(|w| w == "push");
-        let (positional, flags) = split_words(program, git_push, std::iter::once(flag));
+        let git = GitSub::of(&self.program, &self.positional);
+        let (positional, flags) = split_words(program, git, std::iter::once(flag));
         if !positional.is_empty()
             || flags.len() != 1
             || (!flag.starts_with("--") && flag.len() != 2)
@@ -184,7 +217,7 @@ impl CommandPattern {
     }
 
     fn split_command<'c>(&self, cmd: &'c SimpleCommand) -> (Vec<&'c str>, BTreeSet<Flag>) {
-        let git_push = self.program == "git" && self.positional.iter().any(|w| w == "push");
+        let git = GitSub::of(&self.program, &self.positional);
         // Values of options (`git -c KEY=VALUE`) are neither flags nor
         // positional words.
         let args = cmd
@@ -199,7 +232,7 @@ impl CommandPattern {
         } else {
             self.program.as_str()
         };
-        split_words(program, git_push, args)
+        split_words(program, git, args)
     }
 
     /// True when `cmd` runs this pattern: same program basename, every flag

@@ -30,6 +30,10 @@ pub(super) enum Work<'t> {
 /// a longer list leaves the loop variable unknown.
 const MAX_LOOP_VALUES: usize = 16;
 
+/// Most passes over `for` bodies in one analysis (nested loops multiply):
+/// past it, a loop's variable is left unknown.
+pub(super) const MAX_LOOP_PASSES: usize = 64;
+
 /// Walk state for one script: the source text the nodes point into, the
 /// analysis being filled, and the pending work.
 pub(super) struct Walker<'s, 'o> {
@@ -170,6 +174,13 @@ impl<'s> Walker<'s, '_> {
     /// prints; that text is known when the stage is a literal `echo` or
     /// `printf`.
     fn pipeline(&mut self, node: Node<'s>, depth: usize) {
+        self.stages(node, depth, false);
+    }
+
+    /// The stages of a pipeline; with `fed`, the first stage reads the
+    /// output of a command outside it (a pipeline tree-sitter nests in the
+    /// here-document of `cat <<EOF | bash`), whose text is not known here.
+    fn stages(&mut self, node: Node<'s>, depth: usize, fed: bool) {
         let stages = named_children(node);
         let mut work = Vec::new();
         let mut before: Option<Node<'s>> = None;
@@ -178,6 +189,7 @@ impl<'s> Walker<'s, '_> {
                 continue;
             }
             match before {
+                None if fed => work.push(Work::Piped(stage, depth, None)),
                 None => work.push(Work::Statement(stage, depth)),
                 Some(prev) => {
                     let stdin = super::literal::printed_text(prev, self.src);
@@ -226,9 +238,11 @@ impl<'s> Walker<'s, '_> {
         let (Some(name), Some(body)) = (name, body) else {
             return false;
         };
-        if values.is_empty() || values.len() > MAX_LOOP_VALUES {
+        let passes = self.ctx.loop_passes.get() + values.len();
+        if values.is_empty() || values.len() > MAX_LOOP_VALUES || passes > MAX_LOOP_PASSES {
             return false;
         }
+        self.ctx.loop_passes.set(passes);
         for value in values.into_iter().rev() {
             self.stack.push(Work::Unbind);
             self.stack.push(Work::Statement(body, depth + 1));
@@ -372,7 +386,16 @@ impl<'s> Walker<'s, '_> {
         } else if !quoted {
             acc.stdin_script = Some(String::new());
         }
-        self.push_all(rest, depth);
+        // `cat <<EOF | bash`: the rest of the first line is a pipeline fed
+        // by this command.
+        for node in rest.into_iter().rev() {
+            if node.kind() == "pipeline" {
+                // (Its stages are pushed to pop in source order.)
+                self.stages(node, depth, true);
+            } else {
+                self.stack.push(Work::Statement(node, depth));
+            }
+        }
     }
 
     /// Bare assignments (`x=1`) run nothing, but persist: a code-loading

@@ -178,7 +178,26 @@ const WRAPPERS: &[WrapperSpec] = &[
         ],
         assignments: true,
         leading_operands: 0,
+        // `sudo -s CMD` / `sudo -i CMD` join CMD into a shell command line.
+        opaque: &["-s", "--shell", "-i", "--login"],
+    },
+    // `chroot DIR CMD ARGS`: CMD runs inside DIR (judged as written).
+    WrapperSpec {
+        name: "chroot",
+        short_with_value: "",
+        long_with_value: &["--userspec", "--groups"],
+        assignments: false,
+        leading_operands: 1,
         opaque: &[],
+    },
+    // `flock [OPTS] FILE CMD ARGS`; `flock FILE -c STRING` is not followed.
+    WrapperSpec {
+        name: "flock",
+        short_with_value: "wEc",
+        long_with_value: &["--timeout", "--wait", "--conflict-exit-code", "--command"],
+        assignments: false,
+        leading_operands: 1,
+        opaque: &["-c", "--command"],
     },
     WrapperSpec {
         name: "doas",
@@ -220,6 +239,14 @@ pub(super) fn unwrap(program: &str, words: &[String]) -> Unwrapped {
     let Some(spec) = WRAPPERS.iter().find(|w| w.name == program) else {
         return Unwrapped::NotWrapper;
     };
+    // `flock FILE -c STRING`: the option comes after the lock file.
+    if program == "flock"
+        && words
+            .iter()
+            .any(|w| w == "-c" || w == "--command" || w.starts_with("--command="))
+    {
+        return Unwrapped::Unknown("`flock -c` runs a string as a shell command".to_string());
+    }
     let mut assignments = Vec::new();
     let mut i = 1;
     let mut options_done = false;
@@ -230,7 +257,17 @@ pub(super) fn unwrap(program: &str, words: &[String]) -> Unwrapped {
                 Some((name, _)) => (name, true),
                 None => (word, false),
             };
-            if spec.opaque.contains(&name) || (name.starts_with("-S") && spec.name == "env") {
+            // `sudo -Es CMD`: -s inside a group of short flags.
+            let sudo_shell = spec.name == "sudo"
+                && !word.starts_with("--")
+                && word[1..]
+                    .chars()
+                    .take_while(|c| !spec.short_with_value.contains(*c))
+                    .any(|c| c == 's' || c == 'i');
+            if spec.opaque.contains(&name)
+                || (name.starts_with("-S") && spec.name == "env")
+                || sudo_shell
+            {
                 return Unwrapped::Unknown(format!(
                     "`{} {word}` splits a string into a command",
                     spec.name
