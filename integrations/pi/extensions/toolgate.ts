@@ -75,7 +75,8 @@ class Bridge {
 					: `the toolgate bridge failed (${e.message})`;
 			this.fail(why);
 		});
-		child.on("exit", (code, signal) => {
+		// "close", not "exit": by then stderr has been read to its end.
+		child.on("close", (code, signal) => {
 			const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
 			const tail = this.stderr.trim();
 			this.fail(`the toolgate bridge ${how}${tail ? `: ${tail}` : ""}`);

@@ -124,3 +124,25 @@ test("a policy edit during the session changes the next decision and the active 
 	assert.match(r.text, /notes\.txt/);
 	assert.match(r.text, /denied by the policy/);
 });
+
+test("a missing toolgate binary blocks every call and says why", async () => {
+	const saved = process.env.TOOLGATE_BIN;
+	process.env.TOOLGATE_BIN = "/nonexistent/toolgate";
+	let pi;
+	try {
+		pi = await openSession(workspace({ "notes.txt": "hello\n" }));
+	} finally {
+		process.env.TOOLGATE_BIN = saved;
+	}
+	open.push(pi);
+	const [r] = await pi.turn([["read", { path: "notes.txt" }]]);
+	assert.equal(r.isError, true, "a call ran without its policy");
+	assert.match(r.text, /`\/nonexistent\/toolgate` was not found; install toolgate or set TOOLGATE_BIN/);
+});
+
+test("a policy that does not compile at start blocks every call and shows the error", async () => {
+	const { pi } = await start({ "policies/policy.yaml": "version: 1\ntools: [\n" });
+	const [r] = await pi.turn([["read", { path: "notes.txt" }]]);
+	assert.equal(r.isError, true, "a call ran without its policy");
+	assert.match(r.text, /the toolgate bridge exited with code 2: .*policy\.yaml:3:1: error: invalid YAML/s);
+});

@@ -33,9 +33,9 @@ export function workspace(files) {
 	return dir;
 }
 
-/** A session in `cwd` with the extension loaded (or not: `extension: false`). */
+/** A session in `cwd` with the extension loaded (or not: `extension: false`; or another extension file's path). */
 export async function openSession(cwd, { extension = true } = {}) {
-	if (extension && !process.env.TOOLGATE_BIN) {
+	if (extension === true && !process.env.TOOLGATE_BIN) {
 		throw new Error("TOOLGATE_BIN must name the toolgate binary under test");
 	}
 	const agentDir = mkdtempSync(join(tmpdir(), "toolgate-pi-agent-"));
@@ -67,7 +67,7 @@ export async function openSession(cwd, { extension = true } = {}) {
 	const resourceLoader = new DefaultResourceLoader({
 		cwd,
 		agentDir,
-		additionalExtensionPaths: extension ? [EXTENSION] : [],
+		additionalExtensionPaths: extension === true ? [EXTENSION] : extension ? [extension] : [],
 	});
 	await resourceLoader.reload();
 	const { session } = await createAgentSession({
