@@ -146,3 +146,21 @@ test("a policy that does not compile at start blocks every call and shows the er
 	assert.equal(r.isError, true, "a call ran without its policy");
 	assert.match(r.text, /the toolgate bridge exited with code 2: .*policy\.yaml:3:1: error: invalid YAML/s);
 });
+
+test("a nested call (a tool calling read) is decided and redacted like the model's own", async () => {
+	const dir = workspace({
+		"notes.txt": `token=${SECRET}\n`,
+		".env": `TOKEN=${SECRET}\n`,
+		// Standalone (layers cannot weaken `tools.unknown`): the test's own tool is allowed.
+		"policies/policy.yaml": 'version: 1\ntools:\n  active: [read]\n  unknown: allow\npaths:\n  deny: ["**/.env"]\nredact:\n  defaults: true\n',
+	});
+	const pi = await openSession(dir, { extra: [new URL("./nested-extension.ts", import.meta.url).pathname] });
+	open.push(pi);
+	const [denied, redacted] = await pi.turn([
+		["read_via", { path: ".env" }],
+		["read_via", { path: "notes.txt" }],
+	]);
+	assert.match(denied.text, /^nested error \(clean\): .*`\.env` is denied by the policy/s);
+	assert.equal(redacted.text, "nested ok (clean): token=[REDACTED:github-pat]\n");
+	assert.ok(!JSON.stringify(pi.session.messages).includes(SECRET), "the secret reached the transcript");
+});

@@ -34,7 +34,7 @@ export function workspace(files) {
 }
 
 /** A session in `cwd` with the extension loaded (or not: `extension: false`; or another extension file's path). */
-export async function openSession(cwd, { extension = true } = {}) {
+export async function openSession(cwd, { extension = true, extra = [] } = {}) {
 	if (extension === true && !process.env.TOOLGATE_BIN) {
 		throw new Error("TOOLGATE_BIN must name the toolgate binary under test");
 	}
@@ -67,7 +67,7 @@ export async function openSession(cwd, { extension = true } = {}) {
 	const resourceLoader = new DefaultResourceLoader({
 		cwd,
 		agentDir,
-		additionalExtensionPaths: extension === true ? [EXTENSION] : extension ? [extension] : [],
+		additionalExtensionPaths: [...(extension === true ? [EXTENSION] : extension ? [extension] : []), ...extra],
 	});
 	await resourceLoader.reload();
 	const { session } = await createAgentSession({
