@@ -15,6 +15,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "bridge")]
+pub mod bridge;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;

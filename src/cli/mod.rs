@@ -6,6 +6,7 @@
 //! `test` has failures, 2 for usage and configuration errors. Only requested
 //! output goes to stdout; errors go to stderr.
 
+mod bridge;
 mod call;
 mod check;
 mod error;
@@ -207,6 +208,10 @@ enum Command {
         #[arg(value_name = "INPUT")]
         inputs: Vec<PathBuf>,
     },
+    /// Answer a host's before/after-tool requests (JSON lines on stdin/stdout)
+    /// with the policy, reloading on change: for hosts that run their own
+    /// tools, such as Pi's extension.
+    Bridge(bridge::Flags),
     /// Redact secrets: stdin to stdout, with the policy's redaction rules.
     Redact {
         /// Policy folder or file.
@@ -361,6 +366,7 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             enforce_audit,
             inputs,
         }),
+        Command::Bridge(flags) => bridge::run(flags),
         Command::Redact { policies } => redact::run(policies),
         Command::Hook { command } => Ok(hook::run(command)),
         Command::Schema { kind } => schema::run(kind),

@@ -292,6 +292,20 @@ impl Executor {
         pipeline::check(&snapshot, call).map(|c| (c.call, c.verdict))
     }
 
+    /// The after-hook alone, for a host that ran the tool itself: `result`
+    /// (the host's output, as a [`ToolResult`]) gets exactly what a call run
+    /// here gets from `snapshot`'s policy — secrets redacted from content
+    /// and details, the `terminate.tools` rule, then the first matching
+    /// result rule. `args` are the call's arguments.
+    pub fn finalize_hosted(
+        &self,
+        snapshot: &Snapshot,
+        args: &serde_json::Value,
+        result: &mut ToolResult,
+    ) {
+        after::finalize(&snapshot.policy, snapshot.workspace.root(), args, result);
+    }
+
     /// Runs one call on its own (a batch of one) and returns its result.
     pub async fn run(&self, call: ToolCall) -> ToolResult {
         let (id, name) = (call.id.clone(), call.name.clone());
