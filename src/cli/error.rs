@@ -76,5 +76,12 @@ pub fn exit_code(result: Result<ExitCode, CliError>) -> ExitCode {
 
 /// Loads and compiles the policy, or says why it did not load.
 pub fn load(paths: &ConfigPaths, profile: Option<String>) -> Result<Policy, CliError> {
-    crate::load_policy(paths, &CompileOptions { profile }).map_err(CliError::Config)
+    crate::load_policy(
+        paths,
+        &CompileOptions {
+            profile,
+            ..Default::default()
+        },
+    )
+    .map_err(CliError::Config)
 }

@@ -30,6 +30,7 @@ pub fn run(flags: Flags) -> Result<ExitCode, CliError> {
             paths: flags.config.paths(),
             options: CompileOptions {
                 profile: flags.profile,
+                ..Default::default()
             },
             workspace: flags.workspace,
             decision_log: flags.decision_log,
