@@ -12,6 +12,7 @@ mod error;
 mod eval;
 mod hook;
 mod input;
+mod pin;
 mod redact;
 mod schema;
 mod serve;
@@ -142,6 +143,16 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         decision_log: Option<PathBuf>,
     },
+    /// Accept an upstream server's tools as they are now: show the change, rewrite NAME.lock.
+    Pin {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The directory the server runs in.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// The server's name (`[server] name`).
+        name: String,
+    },
     /// Redact secrets: stdin to stdout, with the policy's redaction rules.
     Redact {
         /// Policy folder or file.
@@ -254,6 +265,11 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             watch: !no_watch,
             decision_log,
         }),
+        Command::Pin {
+            config,
+            workspace,
+            name,
+        } => pin::run(&config, &workspace, &name),
         Command::Redact { policies } => redact::run(policies),
         Command::Hook { command } => Ok(hook::run(command)),
         Command::Schema { kind } => schema::run(kind),

@@ -431,3 +431,69 @@ async fn supervise(
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
+
+/// What `toolgate pin NAME` did.
+#[derive(Debug)]
+pub struct Pinned {
+    /// The lock file written.
+    pub lock: PathBuf,
+    /// A unified diff of the old lock and the new one (empty when nothing
+    /// changed).
+    pub diff: String,
+    /// How many tools are pinned now.
+    pub tools: usize,
+}
+
+/// Starts the server `name` declares (among `servers`), lists its tools and
+/// writes its lock file to accept them as they are now, returning the diff
+/// against what was pinned. The server is stopped afterwards.
+pub async fn pin_server(
+    servers: &[LoadedServer],
+    name: &str,
+    workspace: &Path,
+) -> Result<Pinned, String> {
+    let Some(server) = servers.iter().find(|s| s.name() == name) else {
+        let known: Vec<&str> = servers.iter().map(LoadedServer::name).collect();
+        return Err(if known.is_empty() {
+            format!("no server manifest declares `{name}` (no `[server]` manifests found)")
+        } else {
+            format!(
+                "no server manifest declares `{name}`; servers: {}",
+                known.join(", ")
+            )
+        });
+    };
+    let lock_path = server
+        .lock_path()
+        .ok_or_else(|| format!("server `{name}` has no manifest file to put a lock beside"))?;
+    let table = &server.manifest.server;
+    let listed = tokio::time::timeout(START_TIMEOUT, async {
+        let conn = connect::connect(table, workspace).await?;
+        let tools = list_tools(&conn.peer()).await;
+        kill_group(conn.pgid);
+        tools
+    })
+    .await
+    .map_err(|_| {
+        format!(
+            "server `{name}` did not list its tools within {}s",
+            START_TIMEOUT.as_secs()
+        )
+    })?
+    .map_err(|e| format!("server `{name}`: {e}"))?;
+    let old = Lock::read(&lock_path)?
+        .map(|l| l.to_text())
+        .unwrap_or_default();
+    let lock = Lock::of(name, &listed);
+    let new = lock.to_text();
+    lock.write(&lock_path)?;
+    Ok(Pinned {
+        lock: lock_path,
+        diff: if old == new {
+            String::new()
+        } else {
+            pin::diff(&old, &new)
+        },
+        tools: listed.len(),
+    })
+}
