@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve::{repo, toolgate};
+use serve::{http_request, repo, toolgate, HttpServer};
 
 /// A fake GitHub token the default redaction rules catch.
 const SECRET: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
@@ -86,13 +86,19 @@ impl Setup {
 
     /// Declares the fake upstream (pin mode `pin`).
     fn fake(&self, pin: &str) {
+        self.fake_named("fake", pin, "state");
+    }
+
+    /// Declares a fake upstream `name` keeping its state in `state`.
+    fn fake_named(&self, name: &str, pin: &str, state: &str) {
+        fs::create_dir_all(self.path(state)).unwrap();
         let text = format!(
-            "[server]\nname = \"fake\"\ncommand = [{:?}, {:?}, {:?}]\nenv = [\"PATH\", \"HOME\"]\npin = \"{pin}\"\n",
+            "[server]\nname = \"{name}\"\ncommand = [{:?}, {:?}, {:?}]\nenv = [\"PATH\", \"HOME\"]\npin = \"{pin}\"\n",
             python(),
             repo().join("tests/upstream/fake_upstream.py"),
-            self.path("state"),
+            self.path(state),
         );
-        fs::write(self.path("m/fake.toml"), text).unwrap();
+        fs::write(self.path(&format!("m/{name}.toml")), text).unwrap();
     }
 
     fn config_args(&self) -> Vec<String> {
@@ -426,4 +432,109 @@ fn server_manifest_errors_point_at_the_file() {
         "{err}"
     );
     assert!(err.contains("web.toml:3:1: error: upstream servers over Streamable HTTP (`url`) are not supported yet"), "{err}");
+}
+
+/// `/status` of a running HTTP gateway.
+fn status(server: &HttpServer) -> Value {
+    let (code, body) = http_request(
+        server.authority(),
+        &format!(
+            "GET /status HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            server.authority()
+        ),
+    );
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// Waits (up to 30 s) until `ok` holds for `/status`.
+fn wait_status(server: &HttpServer, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = status(server);
+        if ok(&s) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn starts(s: &Setup, state: &str) -> usize {
+    fs::read_to_string(s.path(&format!("{state}/starts")))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn reload_restarts_only_changed_upstreams_and_status_shows_pins() {
+    let s = Setup::new(FAKE_POLICY);
+    s.fake("block");
+    s.fake_named("other", "warn", "state2");
+    let mut args = vec!["serve".to_string(), "--profile".into(), "up".into()];
+    args.extend(s.config_args());
+    let server = HttpServer::start(&args, &s.root);
+    let up = |v: &Value, name: &str| {
+        v["upstreams"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|u| u["name"] == name && u["state"] == "up"))
+    };
+    let st = wait_status(&server, "both upstreams up", |v| {
+        up(v, "fake") && up(v, "other")
+    });
+    assert!(
+        st["active_tools"].to_string().contains("fake__echo"),
+        "{st}"
+    );
+    assert_eq!((starts(&s, "state"), starts(&s, "state2")), (1, 1));
+
+    // Changing one manifest restarts that server only.
+    let other = s.path("m/other.toml");
+    let text = fs::read_to_string(&other).unwrap();
+    fs::write(&other, format!("# changed\n{text}")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while starts(&s, "state2") < 2 {
+        assert!(Instant::now() < deadline, "other was not restarted");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    wait_status(&server, "other up again", |v| up(v, "other"));
+    assert_eq!(
+        starts(&s, "state"),
+        1,
+        "an unchanged upstream was restarted"
+    );
+
+    // A lock that no longer matches shows in /status (and withholds).
+    let lock = s.path("m/fake.lock");
+    let pinned = fs::read_to_string(&lock).unwrap();
+    fs::write(
+        &lock,
+        pinned.replace("Echo the text back.", "Something else."),
+    )
+    .unwrap();
+    let st = wait_status(&server, "a pin mismatch", |v| {
+        v["upstreams"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|u| u["pin_mismatches"]["echo"] == "description changed")
+        })
+    });
+    let fake = st["upstreams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["name"] == "fake")
+        .unwrap();
+    assert_eq!(fake["pin"], "block", "{st}");
+
+    // Removing a manifest stops its server; the other keeps running.
+    fs::remove_file(&other).unwrap();
+    let st = wait_status(&server, "other removed", |v| {
+        v["upstreams"].as_array().is_some_and(|a| a.len() == 1)
+            && !v["active_tools"].to_string().contains("other__")
+    });
+    assert_eq!(st["upstreams"][0]["name"], "fake", "{st}");
+    assert_eq!(starts(&s, "state"), 1);
 }

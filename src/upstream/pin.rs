@@ -128,7 +128,13 @@ impl Lock {
                 None => {
                     out.insert(t.name.clone(), "new tool, not pinned".to_string());
                 }
-                Some(p) if p.sha256 != tool_hash(t) => {
+                // The hash is what counts; a lock whose recorded text no
+                // longer matches its hash (edited by hand) differs too.
+                Some(p)
+                    if p.sha256 != tool_hash(t)
+                        || p.description != t.description
+                        || canonical(&p.input_schema) != canonical(&t.input_schema) =>
+                {
                     let mut what = Vec::new();
                     if p.description != t.description {
                         what.push("description");

@@ -222,3 +222,123 @@ pub(super) fn upstream_manifests(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use crate::config::server::UpstreamTool;
+    use crate::config::ConfigPaths;
+    use crate::policy::CompileOptions;
+
+    /// Compiles `policy` with the built-in manifests plus `extra` files, and
+    /// `listed` as what server `fake` listed.
+    fn compile(
+        policy: &str,
+        extra: &[(&str, &str)],
+        listed: Option<&[&str]>,
+    ) -> Result<crate::Policy, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        std::fs::create_dir(&m).unwrap();
+        for (name, text) in crate::config::embedded_manifests() {
+            std::fs::write(m.join(name), text).unwrap();
+        }
+        std::fs::write(
+            m.join("fake.toml"),
+            "[server]\nname = \"fake\"\ncommand = [\"x\"]\n",
+        )
+        .unwrap();
+        for (name, text) in extra {
+            std::fs::write(m.join(name), text).unwrap();
+        }
+        let p = dir.path().join("policy.yaml");
+        std::fs::write(&p, policy).unwrap();
+        let loaded = crate::config::load(&ConfigPaths {
+            policies: Some(p),
+            manifests: Some(m),
+        })
+        .map_err(|d| d.to_human())?;
+        let mut catalog = BTreeMap::new();
+        if let Some(names) = listed {
+            let tools = names
+                .iter()
+                .map(|n| UpstreamTool {
+                    name: n.to_string(),
+                    title: None,
+                    description: format!("{n} tool"),
+                    input_schema: serde_json::json!({
+                        "type": "object",
+                        "properties": {"text": {"type": "string"}}
+                    }),
+                })
+                .collect();
+            catalog.insert("fake".to_string(), tools);
+        }
+        let options = CompileOptions {
+            upstream: Some(Arc::new(catalog)),
+            ..CompileOptions::default()
+        };
+        crate::compile(&loaded, &options).map_err(|d| d.to_human())
+    }
+
+    const POLICY: &str =
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"fake__*\"]\n";
+
+    #[test]
+    fn listed_tools_become_prefixed_manifests_and_globs_expand() {
+        let p = compile(POLICY, &[], Some(&["echo", "add"])).unwrap();
+        let info = p.tools.get("fake__echo").expect("fake__echo");
+        assert_eq!(info.upstream_server(), Some("fake"));
+        assert_eq!(info.manifest.description, "echo tool");
+        // `fake__*` in the profile named both tools.
+        let up = compile(
+            &POLICY.replace("profiles:\n    up:", "active:"),
+            &[],
+            Some(&["echo", "add"]),
+        )
+        .unwrap();
+        assert!(up.tools.is_active("fake__echo") && up.tools.is_active("fake__add"));
+        // Before the server listed anything, names under its prefix are
+        // not errors: they do not exist yet.
+        let rule = "rules:\n  - id: r\n    tools: [fake__echo]\n    when: { arg: text, matches: x }\n    decision: deny\n";
+        let pending = compile(&format!("{POLICY}{rule}"), &[], None).unwrap();
+        assert!(pending.tools.get("fake__echo").is_none());
+        // Once it has, an argument rule is type-checked against its schema.
+        let bad = "rules:\n  - id: r\n    tools: [fake__echo]\n    when: { arg: nope, matches: x }\n    decision: deny\n";
+        assert!(compile(&format!("{POLICY}{bad}"), &[], Some(&["echo"])).is_err());
+    }
+
+    #[test]
+    fn a_collision_names_both_sources() {
+        let manifest = "name = \"fake__echo\"\ndescription = \"d\"\nimplementation = { builtin = \"read\" }\n[parameters]\ntype = \"object\"\n";
+        let err = compile(POLICY, &[("a_fake_echo.toml", manifest)], Some(&["echo"])).unwrap_err();
+        assert!(
+            err.contains("fake.toml") && err.contains("a_fake_echo.toml"),
+            "{err}"
+        );
+        assert!(
+            err.contains("tool `fake__echo` is already defined in"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn invalid_upstream_names_and_empty_globs_are_load_errors() {
+        let long = "x".repeat(70);
+        let err = compile(POLICY, &[], Some(&["has space", &long])).unwrap_err();
+        assert!(err.contains("invalid tool name `fake__has space`"), "{err}");
+        assert!(
+            err.contains(&format!("invalid tool name `fake__{long}`")),
+            "{err}"
+        );
+        let err = compile(
+            "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"nothing__*\"]\n",
+            &[],
+            Some(&["echo"]),
+        )
+        .unwrap_err();
+        assert!(err.contains("matches no tool"), "{err}");
+    }
+}
