@@ -234,6 +234,14 @@ fn a_crashed_upstream_gives_error_results_and_restarts() {
     assert_eq!(r["back"]["text"], "back");
     let starts = fs::read_to_string(s.path("state/starts")).unwrap();
     assert_eq!(starts.lines().count(), 2, "{starts}");
+    // When the client goes, toolgate's shutdown kills the upstream's group.
+    let pid = starts.lines().last().unwrap().trim_start_matches("start ");
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proc_dir.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!proc_dir.exists(), "upstream {pid} outlived toolgate");
 }
 
 #[test]

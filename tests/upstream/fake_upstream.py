@@ -10,7 +10,7 @@ cannot show on demand. Run by tests/upstream.rs through toolgate:
 - `slow(steps)` reports progress once per step;
 - `crash()` exits the process (toolgate restarts it);
 - `sleep(seconds)` sleeps; when cancelled it writes STATE_DIR/cancelled.
-Every start appends a line to STATE_DIR/starts.
+Every start appends `start PID` to STATE_DIR/starts.
 """
 
 import os
@@ -27,7 +27,7 @@ def state_file(name):
 
 
 with open(state_file("starts"), "a") as f:
-    f.write("start\n")
+    f.write(f"start {os.getpid()}\n")
 
 description = "Echo the text back."
 if os.path.exists(state_file("description")):
