@@ -546,3 +546,60 @@ fn reload_restarts_only_changed_upstreams_and_status_shows_pins() {
     assert_eq!(st["upstreams"][0]["name"], "fake", "{st}");
     assert_eq!(starts(&s, "state"), 1);
 }
+
+#[test]
+fn inspector_cli_calls_upstream_tools_through_toolgate() {
+    let s = Setup::new(FAKE_POLICY);
+    s.fake("block");
+    ensure_installed();
+    let dir = repo().join("tests/mcp");
+    let path = format!(
+        "{}:{}",
+        dir.join("node_modules/node/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let inspector = |method_args: &[&str]| {
+        Command::new(dir.join("node_modules/.bin/inspector"))
+            .args(["--cli", "-q"])
+            .arg(toolgate())
+            .args(["serve", "--no-watch", "--profile", "up", "--stdio"])
+            .args(s.config_args())
+            .args(method_args)
+            .current_dir(&dir)
+            .env("PATH", &path)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run the Inspector CLI")
+    };
+    let call = |text: &str| {
+        let args = json!({ "text": text }).to_string();
+        inspector(&[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "fake__echo",
+            "--tool-args-json",
+            &args,
+        ])
+    };
+    let ok = call(&format!("key {SECRET}"));
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        ok.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(stdout.contains("key [REDACTED:github-pat]"), "{stdout}");
+    assert!(!stdout.contains(SECRET), "{stdout}");
+    // A denied call is an isError result: the Inspector exits 5.
+    let denied = call("forbidden");
+    assert_eq!(
+        denied.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&denied.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&denied.stdout).contains("Echoing forbidden words is not allowed")
+    );
+}
