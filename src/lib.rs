@@ -30,6 +30,8 @@ pub mod serve;
 pub mod testing;
 pub mod text;
 pub mod tools;
+#[cfg(feature = "serve")]
+pub mod upstream;
 pub mod workspace;
 
 pub use config::{ConfigPaths, Diagnostic, Diagnostics};

@@ -58,6 +58,7 @@ fn builtin_manifests() -> &'static Loaded {
         manifests: embedded_manifests()
             .map(|(n, t)| parse_manifest(source(n, t)).expect("built-in manifests parse"))
             .collect(),
+        ..Loaded::default()
     })
 }
 
@@ -123,6 +124,7 @@ pub fn manifest_loader(data: &[u8]) {
     let loaded = Loaded {
         layers: vec![layer],
         manifests,
+        ..Loaded::default()
     };
     let Ok(policy) = compile(&loaded, &CompileOptions::default()) else {
         return;

@@ -69,6 +69,7 @@ pub fn start(options: &BridgeOptions) -> Result<Arc<Gateway>, String> {
         paths: options.paths.clone(),
         options: CompileOptions {
             profile: options.profile.clone(),
+            ..CompileOptions::default()
         },
         workspace: options.workspace.clone(),
         decision_log: None,

@@ -14,6 +14,7 @@ mod eval;
 mod explain;
 mod hook;
 mod input;
+mod pin;
 mod redact;
 mod replay;
 mod schema;
@@ -212,6 +213,16 @@ enum Command {
     /// with the policy, reloading on change: for hosts that run their own
     /// tools, such as Pi's extension.
     Bridge(bridge::Flags),
+    /// Accept an upstream server's tools as they are now: show the change, rewrite NAME.lock.
+    Pin {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The directory the server runs in.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// The server's name (`[server] name`).
+        name: String,
+    },
     /// Redact secrets: stdin to stdout, with the policy's redaction rules.
     Redact {
         /// Policy folder or file.
@@ -367,6 +378,11 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             inputs,
         }),
         Command::Bridge(flags) => bridge::run(flags),
+        Command::Pin {
+            config,
+            workspace,
+            name,
+        } => pin::run(&config, &workspace, &name),
         Command::Redact { policies } => redact::run(policies),
         Command::Hook { command } => Ok(hook::run(command)),
         Command::Schema { kind } => schema::run(kind),

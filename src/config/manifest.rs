@@ -44,6 +44,16 @@ pub enum Implementation {
     /// element); `{arg}` inside a longer word (`--max-count={n}`) is replaced
     /// in place. A word whose argument is absent is left out.
     Exec(Vec<String>),
+    /// A tool of an upstream MCP server, made from a `[server]` manifest and
+    /// the server's `tools/list` (never written in a manifest).
+    #[serde(skip)]
+    #[schemars(skip)]
+    Upstream {
+        /// The server's name.
+        server: String,
+        /// The upstream's own name of the tool.
+        tool: String,
+    },
 }
 
 /// One tool manifest.

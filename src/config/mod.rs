@@ -12,6 +12,7 @@ pub(crate) mod manifest_positions;
 pub(crate) mod parse;
 pub mod policy_file;
 pub mod results_file;
+pub mod server;
 pub mod yaml;
 
 use std::collections::HashSet;
@@ -70,6 +71,8 @@ pub struct Loaded {
     pub layers: Vec<PolicyLayer>,
     /// Tool manifests, sorted by file name.
     pub manifests: Vec<LoadedManifest>,
+    /// Upstream server manifests (`[server]`), sorted by file name.
+    pub servers: Vec<server::LoadedServer>,
 }
 
 impl Loaded {
@@ -79,6 +82,7 @@ impl Loaded {
             .iter()
             .map(|l| l.file.name.clone())
             .chain(self.manifests.iter().map(|m| m.file.name.clone()))
+            .chain(self.servers.iter().map(|s| s.file.name.clone()))
             .collect()
     }
 }
@@ -176,18 +180,23 @@ pub fn load_text(
                 policies: None,
                 manifests: Some(dir.to_path_buf()),
             };
-            let (manifests, manifest_diags) = load_manifests(&paths);
+            let (manifests, servers, manifest_diags) = load_manifests(&paths);
             diags.extend(manifest_diags);
-            manifests
+            (manifests, servers)
         }
         None => {
             let mut manifests = Vec::new();
             load_embedded_manifests(&mut manifests, &mut diags);
-            manifests
+            (manifests, Vec::new())
         }
     };
+    let (manifests, servers) = manifests;
     if diags.is_empty() {
-        Ok(Loaded { layers, manifests })
+        Ok(Loaded {
+            layers,
+            manifests,
+            servers,
+        })
     } else {
         Err(diags)
     }
@@ -199,9 +208,16 @@ pub fn load_all(paths: &ConfigPaths) -> (Loaded, Diagnostics) {
     // One thread on purpose: with the built-ins loading from JSON, a second
     // thread cost a hook more to start than the parsing it overlapped.
     let (layers, mut diags) = load_policies(paths);
-    let (manifests, manifest_diags) = load_manifests(paths);
+    let (manifests, servers, manifest_diags) = load_manifests(paths);
     diags.extend(manifest_diags);
-    (Loaded { layers, manifests }, diags)
+    (
+        Loaded {
+            layers,
+            manifests,
+            servers,
+        },
+        diags,
+    )
 }
 
 fn load_policies(paths: &ConfigPaths) -> (Vec<PolicyLayer>, Diagnostics) {
@@ -224,9 +240,12 @@ fn load_policies(paths: &ConfigPaths) -> (Vec<PolicyLayer>, Diagnostics) {
     (layers, diags)
 }
 
-fn load_manifests(paths: &ConfigPaths) -> (Vec<LoadedManifest>, Diagnostics) {
+fn load_manifests(
+    paths: &ConfigPaths,
+) -> (Vec<LoadedManifest>, Vec<server::LoadedServer>, Diagnostics) {
     let mut diags = Diagnostics::default();
     let mut manifests = Vec::new();
+    let mut servers = Vec::new();
     let manifest_files = match &paths.manifests {
         Some(p) => list_files(p, &["toml"], &mut diags),
         None if Path::new("tool-manifests").is_dir() => {
@@ -239,10 +258,20 @@ fn load_manifests(paths: &ConfigPaths) -> (Vec<LoadedManifest>, Diagnostics) {
     }
     for path in manifest_files {
         if let Some(file) = read_file(&path, MAX_MANIFEST_BYTES, &mut diags) {
-            push_manifest(file, &mut manifests, &mut diags);
+            if server::is_server_manifest(&file.text) {
+                match parse::server_manifest(&file) {
+                    Ok(manifest) => servers.push(server::LoadedServer {
+                        file,
+                        manifest: Arc::new(manifest),
+                    }),
+                    Err(d) => diags.extend(d),
+                }
+            } else {
+                push_manifest(file, &mut manifests, &mut diags);
+            }
         }
     }
-    (manifests, diags)
+    (manifests, servers, diags)
 }
 
 fn load_embedded_manifests(manifests: &mut Vec<LoadedManifest>, diags: &mut Diagnostics) {

@@ -342,6 +342,24 @@ pub fn manifest(file: &SourceFile) -> Result<Manifest, Diagnostics> {
     })
 }
 
+/// Parses an upstream server manifest (a `[server]` table).
+pub fn server_manifest(file: &SourceFile) -> Result<super::server::ServerManifest, Diagnostics> {
+    toml::from_str::<super::server::ServerManifest>(&file.text).map_err(|e| {
+        let pos = e
+            .span()
+            .map(|s| position_of(&file.text, s.start))
+            .unwrap_or_default();
+        let message = e.message().trim().to_string();
+        Diagnostic::new(
+            &file.name,
+            pos,
+            format!("invalid server manifest: {message}"),
+        )
+        .with_help("see docs/upstream.md for the `[server]` format")
+        .into()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::policy::tools::ToolInfo;
 use crate::policy::{Policy, ToolCall, Verdict, Workspace};
+use crate::tools::upstream::Upstreams;
 use crate::tools::{self, MutationQueues, Sandbox, Tool};
 
 pub use after::redact_value;
@@ -151,6 +152,7 @@ impl Snapshot {
         policy: Arc<Policy>,
         workspace: &Workspace,
         overrides: &HashMap<String, Arc<dyn Tool>>,
+        upstreams: Option<&Arc<dyn Upstreams>>,
     ) -> Snapshot {
         let roots: Vec<_> = policy
             .paths
@@ -166,7 +168,7 @@ impl Snapshot {
             let implementation = overrides
                 .get(info.name())
                 .cloned()
-                .or_else(|| tools::from_manifest(&info.manifest));
+                .or_else(|| tools::from_manifest_with(&info.manifest, upstreams));
             if let Some(implementation) = implementation {
                 runnable.insert(
                     info.name().to_string(),
@@ -217,6 +219,7 @@ pub struct Executor {
     workspace: Workspace,
     current: ArcSwap<Snapshot>,
     overrides: HashMap<String, Arc<dyn Tool>>,
+    upstreams: Option<Arc<dyn Upstreams>>,
     mutations: Arc<MutationQueues>,
 }
 
@@ -226,11 +229,12 @@ impl Executor {
     /// [`Executor::try_new`] to learn it up front).
     pub fn new(policy: impl Into<Arc<Policy>>, workspace: Workspace) -> Executor {
         let overrides = HashMap::new();
-        let snapshot = Snapshot::build(policy.into(), &workspace, &overrides);
+        let snapshot = Snapshot::build(policy.into(), &workspace, &overrides, None);
         Executor {
             workspace,
             current: ArcSwap::from_pointee(snapshot),
             overrides,
+            upstreams: None,
             mutations: Arc::new(MutationQueues::default()),
         }
     }
@@ -249,7 +253,7 @@ impl Executor {
         workspace: Workspace,
         overrides: HashMap<String, Arc<dyn Tool>>,
     ) -> io::Result<Executor> {
-        let snapshot = Snapshot::build(policy, &workspace, &overrides);
+        let snapshot = Snapshot::build(policy, &workspace, &overrides, None);
         if let Err(e) = &snapshot.sandbox {
             return Err(io::Error::new(e.kind(), e.to_string()));
         }
@@ -257,6 +261,7 @@ impl Executor {
             workspace,
             current: ArcSwap::from_pointee(snapshot),
             overrides,
+            upstreams: None,
             mutations: Arc::new(MutationQueues::default()),
         })
     }
@@ -264,12 +269,31 @@ impl Executor {
     /// Replaces the policy for batches that start from now on; running
     /// batches finish on the snapshot they started with.
     pub fn set_policy(&self, policy: Arc<Policy>) -> io::Result<()> {
-        let snapshot = Snapshot::build(policy, &self.workspace, &self.overrides);
+        let snapshot = Snapshot::build(
+            policy,
+            &self.workspace,
+            &self.overrides,
+            self.upstreams.as_ref(),
+        );
         if let Err(e) = &snapshot.sandbox {
             return Err(io::Error::new(e.kind(), e.to_string()));
         }
         self.current.store(Arc::new(snapshot));
         Ok(())
+    }
+
+    /// Forwards upstream servers' tools (`[server]` manifests) through
+    /// `upstreams`, from the current policy on.
+    pub fn with_upstreams(mut self, upstreams: Arc<dyn Upstreams>) -> Executor {
+        self.upstreams = Some(upstreams);
+        let snapshot = Snapshot::build(
+            self.snapshot().policy.clone(),
+            &self.workspace,
+            &self.overrides,
+            self.upstreams.as_ref(),
+        );
+        self.current.store(Arc::new(snapshot));
+        self
     }
 
     /// The snapshot new batches use.

@@ -57,6 +57,15 @@ impl ToolInfo {
         match &self.manifest.implementation {
             crate::config::manifest::Implementation::Builtin(b) => b == "bash",
             crate::config::manifest::Implementation::Exec(_) => true,
+            crate::config::manifest::Implementation::Upstream { .. } => false,
+        }
+    }
+
+    /// The upstream server whose tool this is, if it is one.
+    pub fn upstream_server(&self) -> Option<&str> {
+        match &self.manifest.implementation {
+            crate::config::manifest::Implementation::Upstream { server, .. } => Some(server),
+            _ => None,
         }
     }
 

@@ -191,7 +191,13 @@ pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
         serde_json::to_value(&result.content).and_then(serde_json::from_value::<Vec<ContentBlock>>);
     match content {
         Ok(content) if result.is_error => CallToolResult::error(content),
-        Ok(content) => CallToolResult::success(content),
+        Ok(content) => {
+            let mut r = CallToolResult::success(content);
+            // An upstream tool's structured result (redacted with the
+            // details it travels in).
+            r.structured_content = result.details.get("structuredContent").cloned();
+            r
+        }
         Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
             "Tool {} returned content that is not valid MCP content: {e}",
             result.name

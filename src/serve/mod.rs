@@ -31,6 +31,7 @@ use crate::config::{ConfigPaths, Diagnostics};
 use crate::executor::{BatchOptions, Executor, ToolResult};
 use crate::policy::tools::ToolInfo;
 use crate::policy::{CompileOptions, Policy, ToolCall, Verdict, Workspace};
+use crate::upstream::{UpstreamManager, UpstreamStatus};
 
 /// Where the gateway's configuration comes from.
 #[derive(Clone, Debug, Default)]
@@ -63,6 +64,26 @@ pub struct Status {
     /// Why the last reload failed (each error as `FILE:LINE:COL: message`),
     /// `None` when it succeeded. The policy above is still the active one.
     pub last_reload_error: Option<Vec<String>>,
+    /// The upstream servers (`[server]` manifests): state and pin
+    /// mismatches.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<UpstreamStatus>,
+}
+
+/// Loads and compiles the configuration; with upstream servers, makes the
+/// running servers those the manifests declare and compiles with what they
+/// listed.
+fn load_with(
+    config: &GatewayConfig,
+    upstream: Option<&UpstreamManager>,
+) -> Result<Policy, Diagnostics> {
+    let loaded = crate::config::load(&config.paths)?;
+    let mut options = config.options.clone();
+    if let Some(m) = upstream {
+        m.reconcile(&loaded.servers);
+        options.upstream = Some(Arc::new(m.catalog()));
+    }
+    crate::compile(&loaded, &options)
 }
 
 /// What a reload did.
@@ -91,6 +112,7 @@ pub struct Gateway {
     pub metrics: metrics::Metrics,
     tools_changed: watch::Sender<u64>,
     reloads: watch::Sender<u64>,
+    upstream: Option<Arc<UpstreamManager>>,
 }
 
 impl Gateway {
@@ -99,6 +121,29 @@ impl Gateway {
     pub fn start(config: GatewayConfig) -> Result<Arc<Gateway>, String> {
         let policy = crate::load_policy(&config.paths, &config.options)
             .map_err(|d| format!("{}the policy did not load", d.to_human()))?;
+        Gateway::with_policy(config, policy, None)
+    }
+
+    /// Like [`Gateway::start`], running the upstream servers the manifests
+    /// declare: eager ones have listed their tools (or failed) before this
+    /// returns. Must run inside a tokio runtime.
+    pub async fn start_with_upstreams(config: GatewayConfig) -> Result<Arc<Gateway>, String> {
+        let loaded = crate::config::load(&config.paths)
+            .map_err(|d| format!("{}the policy did not load", d.to_human()))?;
+        let manager = UpstreamManager::new(&config.workspace);
+        manager.start(&loaded.servers).await;
+        let mut options = config.options.clone();
+        options.upstream = Some(Arc::new(manager.catalog()));
+        let policy = crate::compile(&loaded, &options)
+            .map_err(|d| format!("{}the policy did not load", d.to_human()))?;
+        Gateway::with_policy(config, policy, Some(manager))
+    }
+
+    fn with_policy(
+        config: GatewayConfig,
+        policy: Policy,
+        upstream: Option<Arc<UpstreamManager>>,
+    ) -> Result<Arc<Gateway>, String> {
         let workspace = Workspace::new(&config.workspace)
             .map_err(|e| format!("workspace `{}`: {e}", config.workspace.display()))?;
         let log = log::DecisionLog::open(config.decision_log.as_deref())
@@ -111,9 +156,13 @@ impl Gateway {
             reloads_ok: 0,
             reloads_failed: 0,
             last_reload_error: None,
+            upstreams: Vec::new(),
         };
-        let executor = Executor::try_new(policy, workspace)
+        let mut executor = Executor::try_new(policy, workspace)
             .map_err(|e| format!("cannot open the workspace's roots: {e}"))?;
+        if let Some(m) = &upstream {
+            executor = executor.with_upstreams(m.as_upstreams());
+        }
         let (tools_changed, _) = watch::channel(0);
         let (reloads, _) = watch::channel(0);
         Ok(Arc::new(Gateway {
@@ -124,7 +173,19 @@ impl Gateway {
             metrics: metrics::Metrics::default(),
             tools_changed,
             reloads,
+            upstream,
         }))
+    }
+
+    /// The upstream servers, when the gateway runs them.
+    pub fn upstreams(&self) -> Option<&Arc<UpstreamManager>> {
+        self.upstream.as_ref()
+    }
+
+    /// Tells clients the tool list changed (an upstream's tools or pins
+    /// changed without a new policy version).
+    pub fn notify_tools_changed(&self) {
+        self.tools_changed.send_modify(|n| *n += 1);
     }
 
     /// The executor (for front-ends that run batches themselves).
@@ -138,8 +199,22 @@ impl Gateway {
     }
 
     /// The active tools in their fixed order, as `tools/list` shows them.
+    /// Upstream tools withheld by their pin are left out.
     pub fn active_tools(&self) -> Vec<ToolInfo> {
-        self.policy().tools.active_tools().cloned().collect()
+        let policy = self.policy();
+        let tools = policy.tools.active_tools();
+        match &self.upstream {
+            None => tools.cloned().collect(),
+            Some(m) => tools
+                .filter(|info| match &info.manifest.implementation {
+                    crate::config::manifest::Implementation::Upstream { server, tool } => {
+                        m.withheld(server, tool).is_none()
+                    }
+                    _ => true,
+                })
+                .cloned()
+                .collect(),
+        }
     }
 
     /// Runs one call through the executor, then logs and counts it.
@@ -171,7 +246,7 @@ impl Gateway {
     /// otherwise keeps the active policy and records why. Compiling happens
     /// on the caller's thread, never on a request path.
     pub fn reload(&self) -> ReloadOutcome {
-        let outcome = match crate::load_policy(&self.config.paths, &self.config.options) {
+        let outcome = match load_with(&self.config, self.upstream.as_deref()) {
             Err(diags) => {
                 let mut status = self.lock_status();
                 status.reloads_failed += 1;
@@ -248,7 +323,11 @@ impl Gateway {
 
     /// The current status.
     pub fn status(&self) -> Status {
-        self.lock_status().clone()
+        let mut status = self.lock_status().clone();
+        if let Some(m) = &self.upstream {
+            status.upstreams = m.status();
+        }
+        status
     }
 
     /// The configuration the gateway reloads from.

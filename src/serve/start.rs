@@ -43,12 +43,27 @@ pub fn run(options: ServeOptions) -> Result<(), ServeError> {
     if let Transport::Http(http) = &options.transport {
         super::http::check_bind(http).map_err(ServeError::Config)?;
     }
-    let gateway = Gateway::start(options.gateway.clone()).map_err(ServeError::Config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| ServeError::Runtime(format!("cannot start the async runtime: {e}")))?;
-    let result = runtime.block_on(serve(gateway, options));
+    let result = runtime.block_on(async {
+        let gateway = Gateway::start_with_upstreams(options.gateway.clone())
+            .await
+            .map_err(ServeError::Config)?;
+        let follow = gateway
+            .upstreams()
+            .map(|m| tokio::spawn(follow_upstreams(Arc::downgrade(&gateway), m.subscribe())));
+        let result = serve(gateway.clone(), options).await;
+        if let Some(task) = follow {
+            task.abort();
+        }
+        // Shutdown kills every upstream's process group.
+        if let Some(m) = gateway.upstreams() {
+            m.shutdown();
+        }
+        result
+    });
     // A read of stdin that never finishes must not hold the exit up.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result
@@ -74,6 +89,28 @@ async fn serve(gateway: Arc<Gateway>, options: ServeOptions) -> Result<(), Serve
         Transport::Http(http) => serve_http(gateway, http, shutdown_signal())
             .await
             .map_err(ServeError::Runtime),
+    }
+}
+
+/// Compiles again each time an upstream server's tools or pins change, and
+/// tells clients their tool list changed.
+async fn follow_upstreams(
+    gateway: std::sync::Weak<Gateway>,
+    mut changed: tokio::sync::watch::Receiver<u64>,
+) {
+    changed.mark_unchanged();
+    while changed.changed().await.is_ok() {
+        let Some(g) = gateway.upgrade() else { return };
+        let g2 = g.clone();
+        let outcome = tokio::task::spawn_blocking(move || g2.reload()).await;
+        if let Ok(super::ReloadOutcome::Rejected(d)) = &outcome {
+            eprintln!(
+                "toolgate: upstream tools changed, but the policy does not compile with them \
+                 (the last good one stays active):\n{}",
+                d.to_human()
+            );
+        }
+        g.notify_tools_changed();
     }
 }
 

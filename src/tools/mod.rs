@@ -32,6 +32,7 @@ mod read;
 mod read_lines;
 mod sandbox;
 mod search;
+pub mod upstream;
 mod write;
 
 pub use command::reported_exit_code;
@@ -233,11 +234,24 @@ pub trait Tool: Send + Sync + fmt::Debug {
 /// `None` for a built-in name that does not exist (manifest compilation
 /// rejects those, so this does not happen for a compiled policy).
 pub fn from_manifest(manifest: &Manifest) -> Option<Arc<dyn Tool>> {
+    from_manifest_with(manifest, None)
+}
+
+/// Like [`from_manifest`], with upstream tools forwarded through `upstreams`.
+pub fn from_manifest_with(
+    manifest: &Manifest,
+    upstreams: Option<&Arc<dyn upstream::Upstreams>>,
+) -> Option<Arc<dyn Tool>> {
     match &manifest.implementation {
         Implementation::Builtin(name) => builtin(name),
         Implementation::Exec(_) => {
             exec::ExecTool::from_manifest(manifest).map(|t| Arc::new(t) as Arc<dyn Tool>)
         }
+        Implementation::Upstream { server, tool } => Some(Arc::new(upstream::UpstreamTool::new(
+            server,
+            tool,
+            upstreams.cloned(),
+        ))),
     }
 }
 

@@ -91,6 +91,7 @@ pub(crate) fn run(flags: Flags) -> Result<ExitCode, CliError> {
         &CompileOptions {
             profile: flags.profile.clone(),
             enforce_audit: flags.enforce_audit,
+            ..CompileOptions::default()
         },
     )?;
     let old = match &flags.baseline {

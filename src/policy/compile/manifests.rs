@@ -235,6 +235,7 @@ fn check_exec(lm: &LoadedManifest, tool: &str, diags: &mut Diagnostics) -> bool 
     let mut ok = true;
     let argv = match &m.implementation {
         Implementation::Exec(argv) => argv,
+        Implementation::Upstream { .. } => return true,
         Implementation::Builtin(b) => {
             if m.exec.is_some() {
                 diags.push(

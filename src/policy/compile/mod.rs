@@ -11,6 +11,7 @@ mod limits;
 mod manifests;
 mod redact;
 mod results;
+mod servers;
 
 use limits::compile_limits;
 use manifests::compile_tools;
@@ -40,18 +41,29 @@ pub struct CompileOptions {
     /// Treat audit-only entries (`mode: audit`) as enforced: what the
     /// policy would decide once they are switched on (`replay --enforce-audit`).
     pub enforce_audit: bool,
+    /// The tools the running upstream servers listed (`[server]`
+    /// manifests); a server without an entry contributes no tools yet.
+    pub upstream: Option<std::sync::Arc<crate::config::server::UpstreamCatalog>>,
 }
 
 /// Compiles loaded files into one policy, or reports every problem.
 pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diagnostics> {
     let mut diags = Diagnostics::default();
-    let tools = compile_tools(&loaded.manifests, &mut diags);
+    let upstream = servers::upstream_manifests(loaded, options, &mut diags);
+    let tools = if upstream.manifests.is_empty() {
+        compile_tools(&loaded.manifests, &mut diags)
+    } else {
+        let mut all = loaded.manifests.clone();
+        all.extend(upstream.manifests);
+        compile_tools(&all, &mut diags)
+    };
     let mut c = Compiler {
         diags,
         tools,
         warnings: Vec::new(),
         enforce_audit: options.enforce_audit,
         origins: BTreeMap::new(),
+        pending_prefixes: upstream.pending_prefixes,
     };
     c.audit_layers(&loaded.layers);
     let active = c.active_set(&loaded.layers, options);
@@ -81,7 +93,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
     };
     tools.active = active;
     Ok(Policy {
-        version: version_hash(loaded, &redaction.sources),
+        version: version_hash(loaded, &redaction.sources, options),
         files: loaded
             .file_names()
             .into_iter()
@@ -112,7 +124,7 @@ fn unknown_strictness(u: UnknownToolDecision) -> u8 {
 
 /// FNV-1a over every file's name and text: stable, dependency-free, and
 /// enough to tell policy versions apart in logs.
-fn version_hash(loaded: &Loaded, imported: &[String]) -> String {
+fn version_hash(loaded: &Loaded, imported: &[String], options: &CompileOptions) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut feed = |bytes: &[u8]| {
         for b in bytes {
@@ -130,9 +142,21 @@ fn version_hash(loaded: &Loaded, imported: &[String]) -> String {
         feed(m.file.name.as_bytes());
         feed(m.file.text.as_bytes());
     }
+    for s in &loaded.servers {
+        feed(s.file.name.as_bytes());
+        feed(s.file.text.as_bytes());
+    }
     // Imported gitleaks files change what the policy does too.
     for text in imported {
         feed(text.as_bytes());
+    }
+    // So do the tools upstream servers listed.
+    if let Some(catalog) = &options.upstream {
+        feed(
+            serde_json::to_string(catalog.as_ref())
+                .unwrap_or_default()
+                .as_bytes(),
+        );
     }
     format!("{h:016x}")
 }
@@ -146,6 +170,8 @@ struct Compiler {
     enforce_audit: bool,
     /// Where each rule id is written (see [`RuleOrigin`]).
     origins: BTreeMap<String, RuleOrigin>,
+    /// Prefixes of upstream servers whose tools are not listed yet.
+    pending_prefixes: Vec<String>,
 }
 
 impl Compiler {
@@ -241,28 +267,75 @@ impl Compiler {
                 if !out.contains(n) {
                     out.push(n.clone());
                 }
-            } else {
-                let known: Vec<&str> = self.tools.tools.keys().map(String::as_str).collect();
-                let help = match crate::config::diagnostics::did_you_mean(n, &known) {
-                    Some(s) => format!("did you mean `{s}`? Known tools: {}", known.join(", ")),
-                    None if known.is_empty() => {
-                        format!("add a manifest `{n}.toml` to the manifests folder")
-                    }
-                    None => format!(
-                        "add a manifest `{n}.toml`, or use one of: {}",
-                        known.join(", ")
-                    ),
-                };
-                self.err(
-                    layer,
-                    &format!("{path}.{i}"),
-                    format!(
-                        "unknown tool `{n}` in `{}`: no manifest defines it",
-                        display_path(path)
-                    ),
-                    help,
-                );
+                continue;
             }
+            // A glob (`everything__*`) names every tool it matches.
+            if n.contains(['*', '?', '[']) {
+                match globset::Glob::new(n) {
+                    Ok(glob) => {
+                        let m = glob.compile_matcher();
+                        let matched: Vec<String> = self
+                            .tools
+                            .tools
+                            .keys()
+                            .filter(|t| m.is_match(t.as_str()))
+                            .cloned()
+                            .collect();
+                        let may_match_later = self
+                            .pending_prefixes
+                            .iter()
+                            .any(|p| m.is_match(format!("{p}__x")) || n.starts_with(p.as_str()));
+                        if matched.is_empty() && !may_match_later {
+                            self.err(
+                                layer,
+                                &format!("{path}.{i}"),
+                                format!("`{n}` in `{}` matches no tool", display_path(path)),
+                                "check the pattern against the tool names (`toolgate tools`)",
+                            );
+                        }
+                        for t in matched {
+                            if !out.contains(&t) {
+                                out.push(t);
+                            }
+                        }
+                    }
+                    Err(e) => self.err(
+                        layer,
+                        &format!("{path}.{i}"),
+                        format!("invalid tool pattern `{n}`: {e}"),
+                        "use `*` and `?` wildcards, e.g. `everything__*`",
+                    ),
+                }
+                continue;
+            }
+            // A tool of an upstream server that has not listed its tools
+            // (yet): it does not exist until it has.
+            if self.pending_prefixes.iter().any(|p| {
+                n.strip_prefix(p.as_str())
+                    .is_some_and(|r| r.starts_with("__"))
+            }) {
+                continue;
+            }
+            let known: Vec<&str> = self.tools.tools.keys().map(String::as_str).collect();
+            let help = match crate::config::diagnostics::did_you_mean(n, &known) {
+                Some(s) => format!("did you mean `{s}`? Known tools: {}", known.join(", ")),
+                None if known.is_empty() => {
+                    format!("add a manifest `{n}.toml` to the manifests folder")
+                }
+                None => format!(
+                    "add a manifest `{n}.toml`, or use one of: {}",
+                    known.join(", ")
+                ),
+            };
+            self.err(
+                layer,
+                &format!("{path}.{i}"),
+                format!(
+                    "unknown tool `{n}` in `{}`: no manifest defines it",
+                    display_path(path)
+                ),
+                help,
+            );
         }
         out
     }

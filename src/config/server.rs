@@ -1,0 +1,170 @@
+//! Upstream server manifests: a `tool-manifests/NAME.toml` with a `[server]`
+//! table declares an MCP server whose tools toolgate fronts, instead of one
+//! tool. Its tools are named `PREFIX__TOOL` (the prefix defaults to the
+//! server's name); `[tools.TOOL]` overlays tell the policy what an upstream
+//! tool's arguments mean (`effects.paths`, `effects.command`) and how it runs
+//! in a batch (`execution_mode`).
+//!
+//! What the server's tools are is only known once it runs (`tools/list`);
+//! the front-end that runs it hands the listing to the compiler as an
+//! [`UpstreamCatalog`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::manifest::{Effects, ExecutionMode};
+use super::SourceFile;
+
+/// What happens when an upstream tool differs from its lock file entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PinMode {
+    /// Changed and new tools are withheld until `toolgate pin NAME`.
+    #[default]
+    Block,
+    /// Changed tools are served; the difference is logged.
+    Warn,
+    /// No lock file is kept or checked.
+    Off,
+}
+
+/// When an upstream server is started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StartMode {
+    /// Before the gateway serves: its tools are listed from the start.
+    #[default]
+    Eager,
+    /// In the background once the gateway serves; its tools appear (with
+    /// `notifications/tools/list_changed`) when it has answered.
+    Lazy,
+}
+
+/// The `[server]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTable {
+    /// The server's name: its lock file is `NAME.lock`, its tools
+    /// `NAME__TOOL` unless `prefix` says otherwise.
+    pub name: String,
+    /// The prefix of its tools' names (`PREFIX__TOOL`).
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// stdio: the program and its arguments, run directly (no shell) in its
+    /// own process group.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// Environment variables passed through to the program; every other
+    /// variable is removed. Default `["PATH"]`.
+    #[serde(default = "default_env")]
+    pub env: Vec<String>,
+    /// Streamable HTTP: the server's endpoint (not yet served by this
+    /// version; a manifest using it is rejected at load).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// HTTP headers; `${env:VAR}` in a value is taken from toolgate's
+    /// environment.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// What a tool that changed since it was pinned does.
+    #[serde(default)]
+    pub pin: PinMode,
+    /// When the server starts.
+    #[serde(default)]
+    pub start: StartMode,
+}
+
+fn default_env() -> Vec<String> {
+    vec!["PATH".to_string()]
+}
+
+impl ServerTable {
+    /// The prefix of the server's tool names.
+    pub fn prefix(&self) -> &str {
+        self.prefix.as_deref().unwrap_or(&self.name)
+    }
+
+    /// The gateway's name for the upstream tool `tool`.
+    pub fn tool_name(&self, tool: &str) -> String {
+        format!("{}__{tool}", self.prefix())
+    }
+}
+
+/// `[tools.TOOL]`: what the policy must know of one upstream tool.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOverlay {
+    /// Which arguments name files, and which holds a shell command.
+    #[serde(default)]
+    pub effects: Effects,
+    /// Whether the tool may run beside others in a batch.
+    #[serde(default)]
+    pub execution_mode: Option<ExecutionMode>,
+}
+
+/// A server manifest.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerManifest {
+    /// How the server runs.
+    pub server: ServerTable,
+    /// Overlays by the upstream's own tool name (without the prefix).
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolOverlay>,
+}
+
+/// One parsed server manifest.
+#[derive(Clone, Debug)]
+pub struct LoadedServer {
+    /// Where it came from.
+    pub file: SourceFile,
+    /// Its contents.
+    pub manifest: Arc<ServerManifest>,
+}
+
+impl LoadedServer {
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.manifest.server.name
+    }
+
+    /// The lock file beside the manifest (`NAME.lock`); `None` for a
+    /// manifest that is not on disk.
+    pub fn lock_path(&self) -> Option<std::path::PathBuf> {
+        let dir = self.file.path.as_ref()?.parent()?;
+        Some(dir.join(format!("{}.lock", self.name())))
+    }
+}
+
+/// One tool as an upstream server lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamTool {
+    /// The upstream's own name for it (no prefix).
+    pub name: String,
+    /// Its title, if it gives one.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Its description.
+    #[serde(default)]
+    pub description: String,
+    /// Its `inputSchema`.
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+}
+
+/// The tools each running upstream server listed, by server name. A server
+/// that is not in it (not started yet, or down) contributes no tools.
+pub type UpstreamCatalog = BTreeMap<String, Vec<UpstreamTool>>;
+
+/// True when `text` is a server manifest (it has a top-level `[server]`
+/// table) rather than a tool manifest.
+pub fn is_server_manifest(text: &str) -> bool {
+    text.lines().any(|l| {
+        let t = l.trim();
+        t == "[server]" || t.starts_with("[server]")
+    })
+}

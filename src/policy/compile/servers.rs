@@ -1,0 +1,344 @@
+//! Compiling upstream server manifests (`[server]`): each server is checked,
+//! and each tool its running server listed becomes a manifest named
+//! `PREFIX__TOOL` whose schema is the upstream `inputSchema` and whose
+//! effects come from the `[tools.TOOL]` overlay. Those manifests then go
+//! through the same checks as every other (names, collisions, schemas,
+//! effects), with diagnostics pointing at the server manifest.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
+use crate::config::manifest::{Implementation, Manifest};
+use crate::config::server::LoadedServer;
+use crate::config::{Loaded, LoadedManifest};
+
+use super::CompileOptions;
+
+/// What the servers contribute to a compile.
+pub(super) struct Upstream {
+    /// One manifest per listed upstream tool.
+    pub manifests: Vec<LoadedManifest>,
+    /// Prefixes of servers with no listing yet: names under them are not
+    /// errors, they do not exist yet.
+    pub pending_prefixes: Vec<String>,
+}
+
+/// The line of `key = …` inside the `[server]` table (or the table itself).
+fn server_key_position(text: &str, key: &str) -> Position {
+    let mut in_server = false;
+    let mut table = Position { line: 1, col: 1 };
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            in_server = t.starts_with("[server]");
+            if in_server {
+                table = Position {
+                    line: i + 1,
+                    col: 1,
+                };
+            }
+            continue;
+        }
+        if in_server && (t.starts_with(&format!("{key} ")) || t.starts_with(&format!("{key}="))) {
+            return Position {
+                line: i + 1,
+                col: line.len() - t.len() + 1,
+            };
+        }
+    }
+    table
+}
+
+/// The line of `[tools.TOOL]` (or `[tools.TOOL.…]`).
+fn overlay_position(text: &str, tool: &str) -> Position {
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with(&format!("[tools.{tool}]")) || t.starts_with(&format!("[tools.{tool}.")) {
+            return Position {
+                line: i + 1,
+                col: 1,
+            };
+        }
+    }
+    Position { line: 1, col: 1 }
+}
+
+fn plain_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Checks one server's table; false when something is wrong.
+fn check_server(s: &LoadedServer, diags: &mut Diagnostics) -> bool {
+    let (file, table) = (&s.file, &s.manifest.server);
+    let mut ok = true;
+    let mut err = |key: &str, message: String, help: &str| {
+        diags.push(
+            Diagnostic::new(&file.name, server_key_position(&file.text, key), message)
+                .with_help(help),
+        );
+        ok = false;
+    };
+    if !plain_name(&table.name) || table.name.len() > 32 {
+        err(
+            "name",
+            format!("invalid server name `{}`", table.name),
+            "use 1-32 letters, digits, `_` or `-`",
+        );
+    }
+    if let Some(p) = &table.prefix {
+        if !plain_name(p) || p.len() > 32 {
+            err(
+                "prefix",
+                format!("invalid tool name prefix `{p}`"),
+                "use 1-32 letters, digits, `_` or `-`",
+            );
+        }
+    }
+    match (&table.command, &table.url) {
+        (Some(argv), None) if argv.first().is_some_and(|p| !p.is_empty()) => {}
+        (Some(_), None) => err(
+            "command",
+            "`command` must start with the program to run".to_string(),
+            "write e.g. `command = [\"npx\", \"-y\", \"@modelcontextprotocol/server-everything\"]`",
+        ),
+        (None, Some(_)) => err(
+            "url",
+            "upstream servers over Streamable HTTP (`url`) are not supported yet".to_string(),
+            "run the server over stdio with `command = [...]` (see docs/upstream.md)",
+        ),
+        (Some(_), Some(_)) => err(
+            "url",
+            "a server has either `command` (stdio) or `url` (HTTP), not both".to_string(),
+            "remove one of them",
+        ),
+        (None, None) => err(
+            "name",
+            "a server needs `command = [...]` to run it".to_string(),
+            "add `command = [\"program\", \"arg\", ...]` under `[server]`",
+        ),
+    }
+    if !table.headers.is_empty() && table.url.is_none() {
+        err(
+            "headers",
+            "`headers` apply to `url` servers only".to_string(),
+            "remove `headers`",
+        );
+    }
+    for name in &table.env {
+        if !plain_name(name) || name.contains('-') {
+            err(
+                "env",
+                format!("`env` lists `{name}`, which is not a variable name"),
+                "list plain variable names such as `PATH` or `HOME`",
+            );
+        }
+    }
+    ok
+}
+
+/// Checks every server and makes the manifests of the tools they listed.
+pub(super) fn upstream_manifests(
+    loaded: &Loaded,
+    options: &CompileOptions,
+    diags: &mut Diagnostics,
+) -> Upstream {
+    let mut out = Upstream {
+        manifests: Vec::new(),
+        pending_prefixes: Vec::new(),
+    };
+    // Server name -> its file, for duplicate names.
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    for s in &loaded.servers {
+        if !check_server(s, diags) {
+            continue;
+        }
+        if let Some(prev) = names.insert(s.name(), &s.file.name) {
+            diags.push(
+                Diagnostic::new(
+                    &s.file.name,
+                    server_key_position(&s.file.text, "name"),
+                    format!("server `{}` is already defined in {prev}", s.name()),
+                )
+                .with_help("give each server manifest a unique `name`"),
+            );
+            continue;
+        }
+        let listed = options.upstream.as_ref().and_then(|c| c.get(s.name()));
+        let Some(listed) = listed else {
+            out.pending_prefixes
+                .push(s.manifest.server.prefix().to_string());
+            continue;
+        };
+        let table = &s.manifest.server;
+        let by_name: BTreeMap<&str, _> = listed.iter().map(|t| (t.name.as_str(), t)).collect();
+        for tool in s.manifest.tools.keys() {
+            if !by_name.contains_key(tool.as_str()) {
+                diags.push(
+                    Diagnostic::new(
+                        &s.file.name,
+                        overlay_position(&s.file.text, tool),
+                        format!(
+                            "`[tools.{tool}]` names a tool server `{}` does not list",
+                            s.name()
+                        ),
+                    )
+                    .with_help(format!(
+                        "use one of: {}",
+                        by_name.keys().copied().collect::<Vec<_>>().join(", ")
+                    )),
+                );
+            }
+        }
+        for tool in listed {
+            let overlay = s
+                .manifest
+                .tools
+                .get(&tool.name)
+                .cloned()
+                .unwrap_or_default();
+            let manifest = Manifest {
+                name: table.tool_name(&tool.name),
+                label: tool.title.clone(),
+                description: tool.description.clone(),
+                execution_mode: overlay.execution_mode.unwrap_or_default(),
+                implementation: Implementation::Upstream {
+                    server: s.name().to_string(),
+                    tool: tool.name.clone(),
+                },
+                parameters: tool.input_schema.clone(),
+                effects: overlay.effects,
+                prepare: Vec::new(),
+                dialects: BTreeMap::new(),
+                exec: None,
+            };
+            out.manifests.push(LoadedManifest {
+                file: s.file.clone(),
+                manifest: Arc::new(manifest),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use crate::config::server::UpstreamTool;
+    use crate::config::ConfigPaths;
+    use crate::policy::CompileOptions;
+
+    /// Compiles `policy` with the built-in manifests plus `extra` files, and
+    /// `listed` as what server `fake` listed.
+    fn compile(
+        policy: &str,
+        extra: &[(&str, &str)],
+        listed: Option<&[&str]>,
+    ) -> Result<crate::Policy, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        std::fs::create_dir(&m).unwrap();
+        for (name, text) in crate::config::embedded_manifests() {
+            std::fs::write(m.join(name), text).unwrap();
+        }
+        std::fs::write(
+            m.join("fake.toml"),
+            "[server]\nname = \"fake\"\ncommand = [\"x\"]\n",
+        )
+        .unwrap();
+        for (name, text) in extra {
+            std::fs::write(m.join(name), text).unwrap();
+        }
+        let p = dir.path().join("policy.yaml");
+        std::fs::write(&p, policy).unwrap();
+        let loaded = crate::config::load(&ConfigPaths {
+            policies: Some(p),
+            manifests: Some(m),
+        })
+        .map_err(|d| d.to_human())?;
+        let mut catalog = BTreeMap::new();
+        if let Some(names) = listed {
+            let tools = names
+                .iter()
+                .map(|n| UpstreamTool {
+                    name: n.to_string(),
+                    title: None,
+                    description: format!("{n} tool"),
+                    input_schema: serde_json::json!({
+                        "type": "object",
+                        "properties": {"text": {"type": "string"}}
+                    }),
+                })
+                .collect();
+            catalog.insert("fake".to_string(), tools);
+        }
+        let options = CompileOptions {
+            upstream: Some(Arc::new(catalog)),
+            ..CompileOptions::default()
+        };
+        crate::compile(&loaded, &options).map_err(|d| d.to_human())
+    }
+
+    const POLICY: &str =
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"fake__*\"]\n";
+
+    #[test]
+    fn listed_tools_become_prefixed_manifests_and_globs_expand() {
+        let p = compile(POLICY, &[], Some(&["echo", "add"])).unwrap();
+        let info = p.tools.get("fake__echo").expect("fake__echo");
+        assert_eq!(info.upstream_server(), Some("fake"));
+        assert_eq!(info.manifest.description, "echo tool");
+        // `fake__*` in the profile named both tools.
+        let up = compile(
+            &POLICY.replace("profiles:\n    up:", "active:"),
+            &[],
+            Some(&["echo", "add"]),
+        )
+        .unwrap();
+        assert!(up.tools.is_active("fake__echo") && up.tools.is_active("fake__add"));
+        // Before the server listed anything, names under its prefix are
+        // not errors: they do not exist yet.
+        let rule = "rules:\n  - id: r\n    tools: [fake__echo]\n    when: { arg: text, matches: x }\n    decision: deny\n";
+        let pending = compile(&format!("{POLICY}{rule}"), &[], None).unwrap();
+        assert!(pending.tools.get("fake__echo").is_none());
+        // Once it has, an argument rule is type-checked against its schema.
+        let bad = "rules:\n  - id: r\n    tools: [fake__echo]\n    when: { arg: nope, matches: x }\n    decision: deny\n";
+        assert!(compile(&format!("{POLICY}{bad}"), &[], Some(&["echo"])).is_err());
+    }
+
+    #[test]
+    fn a_collision_names_both_sources() {
+        let manifest = "name = \"fake__echo\"\ndescription = \"d\"\nimplementation = { builtin = \"read\" }\n[parameters]\ntype = \"object\"\n";
+        let err = compile(POLICY, &[("a_fake_echo.toml", manifest)], Some(&["echo"])).unwrap_err();
+        assert!(
+            err.contains("fake.toml") && err.contains("a_fake_echo.toml"),
+            "{err}"
+        );
+        assert!(
+            err.contains("tool `fake__echo` is already defined in"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn invalid_upstream_names_and_empty_globs_are_load_errors() {
+        let long = "x".repeat(70);
+        let err = compile(POLICY, &[], Some(&["has space", &long])).unwrap_err();
+        assert!(err.contains("invalid tool name `fake__has space`"), "{err}");
+        assert!(
+            err.contains(&format!("invalid tool name `fake__{long}`")),
+            "{err}"
+        );
+        let err = compile(
+            "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"nothing__*\"]\n",
+            &[],
+            Some(&["echo"]),
+        )
+        .unwrap_err();
+        assert!(err.contains("matches no tool"), "{err}");
+    }
+}

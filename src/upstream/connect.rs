@@ -1,0 +1,159 @@
+//! One connection to a stdio upstream server: the program started in its
+//! own process group with a clean environment, its stderr copied to
+//! toolgate's stderr line by line with a `[upstream NAME]` prefix, and an
+//! MCP client session (`initialize`, then `tools/list`) over its stdio.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceExt};
+use rmcp::ClientHandler;
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::Notify;
+
+use crate::config::server::{ServerTable, UpstreamTool};
+use crate::tools::{Progress, ToolOutput};
+
+/// Where an upstream's notifications go.
+#[derive(Clone, Default)]
+pub struct Handler {
+    /// Progress tokens of running calls -> where their progress goes.
+    pub progress: Arc<Mutex<HashMap<ProgressToken, Progress>>>,
+    /// Signalled when the upstream says its tools changed.
+    pub tools_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let target = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(progress) = target {
+            let mut details = json!({ "progress": params.progress });
+            if let Some(total) = params.total {
+                details["total"] = json!(total);
+            }
+            let mut content = Vec::new();
+            if let Some(message) = params.message {
+                details["message"] = Value::String(message.clone());
+                content.push(crate::tools::Content::text(message));
+            }
+            // The executor redacts the update before anyone sees it.
+            progress.update(ToolOutput { content, details });
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.notify_one();
+    }
+}
+
+/// A running upstream session.
+pub struct Connection {
+    /// The MCP session (dropping it closes the transport).
+    pub service: RunningService<RoleClient, Handler>,
+    /// The process.
+    pub child: tokio::process::Child,
+    /// Its process group id.
+    pub pgid: Option<i32>,
+    /// Its notification routing.
+    pub handler: Handler,
+}
+
+impl Connection {
+    /// The peer to send requests to.
+    pub fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+}
+
+/// Kills a process group (the upstream and everything it started).
+pub fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid.filter(|p| *p > 0) {
+        // SAFETY: kill(2) with a negative pid signals a process group; no
+        // memory is involved.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Starts the server and completes the MCP handshake.
+pub async fn connect(table: &ServerTable, workspace: &Path) -> Result<Connection, String> {
+    let argv = table.command.as_deref().unwrap_or_default();
+    let Some((program, args)) = argv.split_first() else {
+        return Err("no command to run".to_string());
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(workspace)
+        .env_clear()
+        .envs(
+            table
+                .env
+                .iter()
+                .filter_map(|name| std::env::var_os(name).map(|v| (OsString::from(name), v))),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    let pgid = child.id().map(|p| p as i32);
+    if let Some(stderr) = child.stderr.take() {
+        let name = table.name.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("[upstream {name}] {line}");
+            }
+        });
+    }
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        kill_group(pgid);
+        return Err("cannot open the server's stdio".to_string());
+    };
+    let handler = Handler::default();
+    match handler.clone().serve((stdout, stdin)).await {
+        Ok(service) => Ok(Connection {
+            service,
+            child,
+            pgid,
+            handler,
+        }),
+        Err(e) => {
+            kill_group(pgid);
+            Err(format!("MCP handshake failed: {e}"))
+        }
+    }
+}
+
+/// The server's tools (`tools/list`, every page).
+pub async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<UpstreamTool>, String> {
+    let tools = peer
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("tools/list failed: {e}"))?;
+    let mut out = Vec::with_capacity(tools.len());
+    for t in tools {
+        let v = serde_json::to_value(&t).map_err(|e| e.to_string())?;
+        let tool: UpstreamTool =
+            serde_json::from_value(v).map_err(|e| format!("tools/list: {e}"))?;
+        out.push(tool);
+    }
+    Ok(out)
+}

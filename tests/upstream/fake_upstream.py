@@ -1,0 +1,76 @@
+"""A small upstream MCP server (Python SDK, mcp 2.3.0) for what real servers
+cannot show on demand. Run by tests/upstream.rs through toolgate:
+
+    python fake_upstream.py STATE_DIR
+
+- `echo(text)` returns the text (its description is read from
+  STATE_DIR/description when that file exists: a "rug pull" is a changed
+  file between two starts);
+- `structured(text)` returns the text as structured content too;
+- `slow(steps)` reports progress once per step;
+- `crash()` exits the process (toolgate restarts it);
+- `sleep(seconds)` sleeps; when cancelled it writes STATE_DIR/cancelled.
+Every start appends `start PID` to STATE_DIR/starts.
+"""
+
+import os
+import sys
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+
+STATE = sys.argv[1]
+
+
+def state_file(name):
+    return os.path.join(STATE, name)
+
+
+with open(state_file("starts"), "a") as f:
+    f.write(f"start {os.getpid()}\n")
+
+description = "Echo the text back."
+if os.path.exists(state_file("description")):
+    with open(state_file("description")) as f:
+        description = f.read().strip()
+
+server = MCPServer("fake-upstream")
+
+
+@server.tool(description=description)
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(description="Return the text as structured content.")
+def structured(text: str) -> dict:
+    return {"said": text}
+
+
+@server.tool(description="Report progress once per step.")
+async def slow(steps: int, ctx: Context) -> str:
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+        await anyio.sleep(0.1)
+    return f"done after {steps} steps"
+
+
+@server.tool(description="Exit the server process.")
+def crash() -> str:
+    print("crashing on purpose", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool(description="Sleep for a while.")
+async def sleep(seconds: float) -> str:
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        with open(state_file("cancelled"), "w") as f:
+            f.write("cancelled\n")
+        raise
+    return "slept"
+
+
+if __name__ == "__main__":
+    server.run()
