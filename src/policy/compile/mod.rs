@@ -6,6 +6,7 @@
 //! decisions take the strictest layer's value, limits take the smallest, and
 //! each layer's `roots` must all contain a path.
 
+mod auth;
 mod exec;
 mod limits;
 mod manifests;
@@ -43,8 +44,13 @@ pub struct CompileOptions {
 pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diagnostics> {
     let mut diags = Diagnostics::default();
     let tools = compile_tools(&loaded.manifests, &mut diags);
-    let mut c = Compiler { diags, tools };
+    let mut c = Compiler {
+        diags,
+        tools,
+        profiles: BTreeMap::new(),
+    };
     let active = c.active_set(&loaded.layers, options);
+    let (auth, auth_sources) = auth::compile(&loaded.layers, &c.profiles, &mut c.diags);
     let paths = c.paths(&loaded.layers);
     let commands = c.commands(&loaded.layers);
     let rules = c.rules(&loaded.layers);
@@ -58,14 +64,25 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         .filter_map(|l| l.policy.tools.as_ref().and_then(|t| t.unknown))
         .max_by_key(|u| unknown_strictness(*u))
         .unwrap_or(UnknownToolDecision::Ask);
-    let Compiler { diags, mut tools } = c;
+    let Compiler {
+        diags,
+        mut tools,
+        profiles,
+    } = c;
     // A redactor is missing only when its rules failed, which was reported.
     let (true, Some(redactor)) = (diags.is_empty(), redaction.redactor) else {
         return Err(diags);
     };
     tools.active = active;
+    tools.profiles = profiles;
+    let hashed: Vec<String> = redaction
+        .sources
+        .iter()
+        .chain(&auth_sources)
+        .cloned()
+        .collect();
     Ok(Policy {
-        version: version_hash(loaded, &redaction.sources),
+        version: version_hash(loaded, &hashed),
         files: loaded
             .file_names()
             .into_iter()
@@ -81,6 +98,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         redactor,
         limits,
         warnings: Diagnostics(redaction.warnings),
+        auth: auth.map(std::sync::Arc::new),
     })
 }
 
@@ -123,6 +141,8 @@ fn version_hash(loaded: &Loaded, imported: &[String]) -> String {
 struct Compiler {
     diags: Diagnostics,
     tools: ToolSet,
+    /// Every layer's `tools.profiles`, checked.
+    profiles: BTreeMap<String, Vec<String>>,
 }
 
 impl Compiler {
@@ -195,6 +215,7 @@ impl Compiler {
                 profiles.insert(name.clone(), checked);
             }
         }
+        self.profiles = profiles.clone();
         if let Some(p) = &options.profile {
             return match profiles.get(p) {
                 Some(list) => list.clone(),
@@ -357,6 +378,15 @@ impl Compiler {
                         "give every rule in a file its own id",
                     );
                 }
+                let identities = match &spec.identities {
+                    None => None,
+                    Some(globs) => {
+                        match self.identity_globs(layer, globs, &format!("{at}.identities")) {
+                            Some(set) => Some(set),
+                            None => continue, // reported
+                        }
+                    }
+                };
                 // Which tools: the named ones, or every tool that has the arguments.
                 let named = spec
                     .tools
@@ -434,6 +464,7 @@ impl Compiler {
                 }
                 out.rules.push(Rule {
                     id: spec.id.clone(),
+                    identities,
                     tools,
                     cond,
                     decision: spec.decision,
@@ -443,6 +474,52 @@ impl Compiler {
             }
         }
         out
+    }
+
+    /// `rules[].identities`: globs over identity names (`*` matches any
+    /// characters). `None` when one is invalid (reported).
+    fn identity_globs(
+        &mut self,
+        layer: &PolicyLayer,
+        globs: &[String],
+        at: &str,
+    ) -> Option<globset::GlobSet> {
+        if globs.is_empty() {
+            self.err(layer, at, "`identities` is empty, so the rule would apply to nobody", "list identities (token ids or JWT identities, globs allowed), or remove `identities` to apply the rule to every caller");
+            return None;
+        }
+        let mut set = globset::GlobSetBuilder::new();
+        for (i, g) in globs.iter().enumerate() {
+            match globset::GlobBuilder::new(g)
+                .literal_separator(false)
+                .build()
+            {
+                Ok(glob) => {
+                    set.add(glob);
+                }
+                Err(e) => {
+                    self.err(
+                        layer,
+                        &format!("{at}.{i}"),
+                        format!("invalid identity glob `{g}`: {e}"),
+                        "write an identity such as `ci-bot`, or a glob such as `ci-*`",
+                    );
+                    return None;
+                }
+            }
+        }
+        match set.build() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                self.err(
+                    layer,
+                    at,
+                    format!("invalid identity globs: {e}"),
+                    "simplify the globs",
+                );
+                None
+            }
+        }
     }
 
     fn terminate(&mut self, layers: &[PolicyLayer]) -> Vec<String> {
