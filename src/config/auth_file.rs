@@ -58,6 +58,18 @@ pub struct JwtSpec {
     /// relative to the policy file; read when the policy loads.
     #[serde(default)]
     pub jwks_file: Option<String>,
+    /// Instead of `jwks_file`: where the provider publishes its JWKS
+    /// (`http://` only in this version; put a TLS-terminating proxy or a
+    /// file in between for `https://`). Fetched when the policy loads,
+    /// again for a token whose `kid` is unknown and in the background; when
+    /// refreshing fails the last keys are used for `jwks_max_age`, then
+    /// every JWT is refused.
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// How long keys fetched from `jwks_url` stay usable when they cannot
+    /// be refreshed, e.g. `1h` (the default), `10m`.
+    #[serde(default)]
+    pub jwks_max_age: Option<String>,
     /// The claim that names the caller (default `sub`).
     #[serde(default)]
     pub identity_claim: Option<String>,

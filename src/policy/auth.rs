@@ -62,10 +62,15 @@ pub struct JwtConfig {
     pub issuer: String,
     /// Required audience.
     pub audience: String,
-    /// The JWKS as read from `jwks_file` (an object with a `keys` array).
+    /// The JWKS as read from `jwks_file` (an object with a `keys` array);
+    /// `Null` with `jwks_url` (the HTTP front-end fetches it).
     pub jwks: Value,
     /// Where it came from, for messages.
     pub jwks_source: String,
+    /// `http://` URL of the provider's JWKS, when configured instead of a file.
+    pub jwks_url: Option<String>,
+    /// How long fetched keys stay usable when they cannot be refreshed.
+    pub jwks_max_age: std::time::Duration,
     /// The claim naming the caller.
     pub identity_claim: String,
     /// The claim naming a profile, if any.
@@ -105,6 +110,35 @@ impl AuthConfig {
     pub fn has_credentials(&self) -> bool {
         !self.tokens.is_empty() || self.jwt.is_some()
     }
+}
+
+/// Checks a JWKS: a JSON object whose `keys` is a non-empty array of RSA or
+/// EC public keys, each with a `kid`.
+pub fn check_jwks(jwks: &Value) -> Result<(), String> {
+    let keys = jwks
+        .get("keys")
+        .and_then(Value::as_array)
+        .ok_or("it has no `keys` array")?;
+    if keys.is_empty() {
+        return Err("its `keys` array is empty".into());
+    }
+    for (i, key) in keys.iter().enumerate() {
+        let kty = key.get("kty").and_then(Value::as_str).unwrap_or("");
+        if !matches!(kty, "RSA" | "EC") {
+            return Err(format!(
+                "key {i} has `kty` {kty:?}; only RSA and EC public keys are accepted"
+            ));
+        }
+        if key.get("kid").and_then(Value::as_str).is_none() {
+            return Err(format!("key {i} has no `kid`"));
+        }
+        if key.get("d").is_some() {
+            return Err(format!(
+                "key {i} is a private key (it has `d`); publish only public keys"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Parses 64 hex digits into a SHA-256 digest.

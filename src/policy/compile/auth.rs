@@ -11,8 +11,11 @@ use serde_json::Value;
 
 use super::err_at;
 use crate::config::diagnostics::Diagnostics;
+use crate::config::policy_file::parse_duration;
 use crate::config::PolicyLayer;
-use crate::policy::auth::{parse_sha256, AuthConfig, JwtConfig, ResourceMetadata, StaticToken};
+use crate::policy::auth::{
+    check_jwks, parse_sha256, AuthConfig, JwtConfig, ResourceMetadata, StaticToken,
+};
 
 /// A JWKS file bigger than this is refused: key sets are a few KB.
 const MAX_JWKS_BYTES: u64 = 1 << 20;
@@ -96,37 +99,63 @@ pub(super) fn compile(
                     );
                 }
             }
-            let Some(file) = &jwt.jwks_file else {
-                err_at(diags, layer, "auth.jwt", "`auth.jwt` has no `jwks_file`", "save the identity provider's JWKS (its public keys) to a file and name it in `jwks_file`");
-                continue;
-            };
-            let base = layer
-                .file
-                .path
-                .as_deref()
-                .and_then(Path::parent)
-                .unwrap_or(Path::new("."));
-            let path = base.join(file);
-            match read_jwks(&path) {
-                Ok((text, jwks)) => {
-                    sources.push(text);
-                    out.jwt = Some(JwtConfig {
-                        issuer: jwt.issuer.clone(),
-                        audience: jwt.audience.clone(),
-                        jwks,
-                        jwks_source: path.display().to_string(),
-                        identity_claim: jwt.identity_claim.clone().unwrap_or_else(|| "sub".into()),
-                        profile_claim: jwt.profile_claim.clone(),
-                        leeway_seconds: jwt.leeway_seconds.unwrap_or(30),
-                    });
+            let max_age = match jwt.jwks_max_age.as_deref().map(parse_duration) {
+                None => std::time::Duration::from_secs(3600),
+                Some(Ok(d)) => d,
+                Some(Err(e)) => {
+                    err_at(
+                        diags,
+                        layer,
+                        "auth.jwt.jwks_max_age",
+                        e,
+                        "write a duration such as `1h` or `10m`",
+                    );
+                    continue;
                 }
-                Err(e) => err_at(
-                    diags,
-                    layer,
-                    "auth.jwt.jwks_file",
-                    format!("cannot use the JWKS `{}`: {e}", path.display()),
-                    "the path is relative to this policy file; the file must be a JSON Web Key Set: {\"keys\": [{\"kty\": \"RSA\", \"kid\": …, \"n\": …, \"e\": …}]}",
-                ),
+            };
+            let jwt_config = |jwks: Value, source: String, url: Option<String>| JwtConfig {
+                issuer: jwt.issuer.clone(),
+                audience: jwt.audience.clone(),
+                jwks,
+                jwks_source: source,
+                jwks_url: url,
+                jwks_max_age: max_age,
+                identity_claim: jwt.identity_claim.clone().unwrap_or_else(|| "sub".into()),
+                profile_claim: jwt.profile_claim.clone(),
+                leeway_seconds: jwt.leeway_seconds.unwrap_or(30),
+            };
+            match (&jwt.jwks_file, &jwt.jwks_url) {
+                (None, None) => err_at(diags, layer, "auth.jwt", "`auth.jwt` has neither `jwks_file` nor `jwks_url`", "name the identity provider's JWKS (its public keys): a file in `jwks_file`, or its `http://` address in `jwks_url`"),
+                (Some(_), Some(_)) => err_at(diags, layer, "auth.jwt.jwks_url", "`auth.jwt` has both `jwks_file` and `jwks_url`", "keep one of them"),
+                (None, Some(url)) => match check_url(url) {
+                    Ok(()) => {
+                        sources.push(url.clone());
+                        out.jwt = Some(jwt_config(Value::Null, url.clone(), Some(url.clone())));
+                    }
+                    Err((message, help)) => err_at(diags, layer, "auth.jwt.jwks_url", message, help),
+                },
+                (Some(file), None) => {
+                    let base = layer
+                        .file
+                        .path
+                        .as_deref()
+                        .and_then(Path::parent)
+                        .unwrap_or(Path::new("."));
+                    let path = base.join(file);
+                    match read_jwks(&path) {
+                        Ok((text, jwks)) => {
+                            sources.push(text);
+                            out.jwt = Some(jwt_config(jwks, path.display().to_string(), None));
+                        }
+                        Err(e) => err_at(
+                            diags,
+                            layer,
+                            "auth.jwt.jwks_file",
+                            format!("cannot use the JWKS `{}`: {e}", path.display()),
+                            "the path is relative to this policy file; the file must be a JSON Web Key Set: {\"keys\": [{\"kty\": \"RSA\", \"kid\": …, \"n\": …, \"e\": …}]}",
+                        ),
+                    }
+                }
             }
         }
         if let Some(rm) = &auth.resource_metadata {
@@ -190,28 +219,27 @@ fn read_jwks(path: &Path) -> Result<(String, Value), String> {
     }
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let jwks: Value = serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))?;
-    let keys = jwks
-        .get("keys")
-        .and_then(Value::as_array)
-        .ok_or("it has no `keys` array")?;
-    if keys.is_empty() {
-        return Err("its `keys` array is empty".into());
-    }
-    for (i, key) in keys.iter().enumerate() {
-        let kty = key.get("kty").and_then(Value::as_str).unwrap_or("");
-        if !matches!(kty, "RSA" | "EC") {
-            return Err(format!(
-                "key {i} has `kty` {kty:?}; only RSA and EC public keys are accepted"
-            ));
-        }
-        if key.get("kid").and_then(Value::as_str).is_none() {
-            return Err(format!("key {i} has no `kid`"));
-        }
-        if key.get("d").is_some() {
-            return Err(format!(
-                "key {i} is a private key (it has `d`); publish only public keys"
-            ));
-        }
-    }
+    check_jwks(&jwks)?;
     Ok((text, jwks))
+}
+
+/// `jwks_url` must be `http://HOST[:PORT]/…` in this version.
+fn check_url(url: &str) -> Result<(), (String, String)> {
+    if url.starts_with("https://") {
+        return Err((
+            format!("`jwks_url` `{url}`: https is not supported by this version"),
+            "save the JWKS to a file and use `jwks_file` (reload when the provider rotates its keys), or fetch it through a local `http://` proxy".into(),
+        ));
+    }
+    let host = url
+        .strip_prefix("http://")
+        .map(|rest| rest.split('/').next().unwrap_or(""))
+        .unwrap_or("");
+    if host.is_empty() || host.contains('@') || host.contains(char::is_whitespace) {
+        return Err((
+            format!("`jwks_url` `{url}` is not an `http://HOST[:PORT]/PATH` URL"),
+            "write e.g. `http://idp.internal:8080/.well-known/jwks.json`".into(),
+        ));
+    }
+    Ok(())
 }

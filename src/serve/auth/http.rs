@@ -40,8 +40,8 @@ pub async fn check_identity(
     let header = request
         .headers()
         .get(header::AUTHORIZATION)
-        .map(HeaderValue::as_bytes);
-    match auth.authenticate(header) {
+        .map(|h| h.as_bytes().to_vec());
+    match auth.authenticate_refreshing(header).await {
         Ok(identity) => {
             request.extensions_mut().insert(identity);
             next.run(request).await

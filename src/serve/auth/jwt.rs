@@ -6,8 +6,17 @@
 //! secret" confusion) is refused before any key is touched. Every token
 //! must carry a `kid` that names a key of the set, `exp`, the configured
 //! `iss` and `aud`, and not be used before its `nbf`.
+//!
+//! Keys come from `jwks_file` (read when the policy loaded) or `jwks_url`
+//! (fetched when the policy loads; again when a token names an unknown
+//! `kid` or the keys are half their `jwks_max_age` old, at most once per
+//! [`JwtVerifier::min_refresh_interval`]). Keys that could not be refreshed
+//! for `jwks_max_age` are not used: every JWT is refused until a fetch
+//! succeeds (fail closed).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -21,9 +30,31 @@ struct Key {
     algorithms: Vec<Algorithm>,
 }
 
+/// One key set and when it was read.
+struct KeyRing {
+    keys: HashMap<String, Key>,
+    fetched: Instant,
+}
+
+/// Where the keys come from.
+enum Source {
+    /// A file, read at load: never stale.
+    File,
+    /// A URL, refreshed.
+    Url {
+        url: String,
+        max_age: Duration,
+        last_attempt: Mutex<Instant>,
+    },
+}
+
+/// How long a JWKS fetch may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The identity provider's keys and the claims a token must carry.
 pub struct JwtVerifier {
-    keys: HashMap<String, Key>,
+    ring: RwLock<Arc<KeyRing>>,
+    source: Source,
     issuer: String,
     audience: String,
     identity_claim: String,
@@ -32,33 +63,67 @@ pub struct JwtVerifier {
     leeway: u64,
 }
 
-/// Why a JWT was refused (said in `WWW-Authenticate`'s
-/// `error_description`; never contains the token).
-pub type Refusal = String;
+/// Why a JWT was refused: the text goes into `WWW-Authenticate`'s
+/// `error_description` (it never contains the token); `refresh` when
+/// fetching the keys again might change the answer (an unknown `kid`, keys
+/// too old).
+#[derive(Debug)]
+pub struct Refusal {
+    /// What was wrong.
+    pub message: String,
+    /// Whether a JWKS refresh could help.
+    pub refresh: bool,
+}
+
+impl From<String> for Refusal {
+    fn from(message: String) -> Refusal {
+        Refusal {
+            message,
+            refresh: false,
+        }
+    }
+}
+
+/// The usable keys of a JWKS, by `kid`.
+fn keys_of(jwks: &Value, source: &str) -> Result<HashMap<String, Key>, String> {
+    let set: JwkSet =
+        serde_json::from_value(jwks.clone()).map_err(|e| format!("JWKS `{source}`: {e}"))?;
+    let mut keys = HashMap::new();
+    for jwk in &set.keys {
+        let kid = jwk.common.key_id.clone().unwrap_or_default();
+        let key =
+            key_of(jwk).map_err(|e| format!("JWKS `{source}`: key `{kid}` cannot be used: {e}"))?;
+        if keys.insert(kid.clone(), key).is_some() {
+            return Err(format!("JWKS `{source}`: two keys have the `kid` `{kid}`"));
+        }
+    }
+    Ok(keys)
+}
 
 impl JwtVerifier {
-    /// Builds the verifier; fails when a key of the set cannot be used.
+    /// Builds the verifier (fetching `jwks_url` now); fails when the keys
+    /// cannot be read or a key of the set cannot be used.
     pub fn new(config: &JwtConfig, profiles: &[String]) -> Result<JwtVerifier, String> {
-        let set: JwkSet = serde_json::from_value(config.jwks.clone())
-            .map_err(|e| format!("JWKS `{}`: {e}", config.jwks_source))?;
-        let mut keys = HashMap::new();
-        for jwk in &set.keys {
-            let kid = jwk.common.key_id.clone().unwrap_or_default();
-            let key = key_of(jwk).map_err(|e| {
-                format!(
-                    "JWKS `{}`: key `{kid}` cannot be used: {e}",
-                    config.jwks_source
-                )
-            })?;
-            if keys.insert(kid.clone(), key).is_some() {
-                return Err(format!(
-                    "JWKS `{}`: two keys have the `kid` `{kid}`",
-                    config.jwks_source
-                ));
+        let (jwks, source) = match &config.jwks_url {
+            None => (config.jwks.clone(), Source::File),
+            Some(url) => {
+                let jwks = super::fetch::fetch_jwks(url, FETCH_TIMEOUT)
+                    .map_err(|e| format!("cannot fetch the JWKS `{url}`: {e}"))?;
+                let source = Source::Url {
+                    url: url.clone(),
+                    max_age: config.jwks_max_age,
+                    last_attempt: Mutex::new(Instant::now()),
+                };
+                (jwks, source)
             }
-        }
+        };
+        let keys = keys_of(&jwks, &config.jwks_source)?;
         Ok(JwtVerifier {
-            keys,
+            ring: RwLock::new(Arc::new(KeyRing {
+                keys,
+                fetched: Instant::now(),
+            })),
+            source,
             issuer: config.issuer.clone(),
             audience: config.audience.clone(),
             identity_claim: config.identity_claim.clone(),
@@ -77,15 +142,14 @@ impl JwtVerifier {
             .kid
             .as_deref()
             .ok_or_else(|| "the token has no `kid`".to_string())?;
-        let key = self
-            .keys
-            .get(kid)
-            .ok_or_else(|| "the token's `kid` names no known key".to_string())?;
+        self.fresh()?;
+        let ring = self.ring();
+        let key = ring.keys.get(kid).ok_or_else(|| Refusal {
+            message: "the token's `kid` names no known key".into(),
+            refresh: matches!(self.source, Source::Url { .. }),
+        })?;
         if !key.algorithms.contains(&header.alg) {
-            return Err(format!(
-                "algorithm {:?} is not accepted for this key",
-                header.alg
-            ));
+            return Err(format!("algorithm {:?} is not accepted for this key", header.alg).into());
         }
         let mut validation = Validation::new(header.alg);
         validation.algorithms = key.algorithms.clone();
@@ -96,7 +160,7 @@ impl JwtVerifier {
         validation.validate_nbf = true;
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &validation)
-            .map_err(|e| refusal(e.kind()))?;
+            .map_err(|e| Refusal::from(refusal(e.kind())))?;
         let claims = data.claims;
         let id = claims
             .get(&self.identity_claim)
@@ -108,7 +172,7 @@ impl JwtVerifier {
             Some(claim) => match claims.get(claim) {
                 None | Some(Value::Null) => None,
                 Some(Value::String(p)) if self.profiles.contains(p) => Some(p.clone()),
-                Some(_) => return Err(format!("the token's `{claim}` names no profile")),
+                Some(_) => return Err(format!("the token's `{claim}` names no profile").into()),
             },
         };
         let exp = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
@@ -123,7 +187,85 @@ impl JwtVerifier {
     }
 }
 
-fn refusal(kind: &jsonwebtoken::errors::ErrorKind) -> Refusal {
+impl JwtVerifier {
+    fn ring(&self) -> Arc<KeyRing> {
+        self.ring.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// `Err` when keys from `jwks_url` are older than `jwks_max_age`.
+    pub fn fresh(&self) -> Result<(), Refusal> {
+        match &self.source {
+            Source::Url { max_age, .. } if self.ring().fetched.elapsed() > *max_age => {
+                Err(Refusal {
+                    message:
+                        "the identity provider's keys could not be refreshed, so no JWT is accepted"
+                            .into(),
+                    refresh: true,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The least time between two fetches of `jwks_url`: a quarter of
+    /// `jwks_max_age`, at most 30 s (so a stream of unknown `kid`s cannot
+    /// make the gateway hammer the provider).
+    pub fn min_refresh_interval(&self) -> Duration {
+        match &self.source {
+            Source::File => Duration::MAX,
+            Source::Url { max_age, .. } => (*max_age / 4).min(Duration::from_secs(30)),
+        }
+    }
+
+    /// Whether a background refresh is due: keys from `jwks_url` more than
+    /// half their `jwks_max_age` old, but not yet too old.
+    pub fn refresh_due(&self) -> bool {
+        match &self.source {
+            Source::File => false,
+            Source::Url { max_age, .. } => {
+                // Once too old, the request that finds it so fetches in
+                // the foreground (and waits for the answer).
+                let age = self.ring().fetched.elapsed();
+                age > *max_age / 2 && age <= *max_age
+            }
+        }
+    }
+
+    /// Fetches `jwks_url` again (blocking; at most once per
+    /// [`JwtVerifier::min_refresh_interval`]) and swaps the keys in when
+    /// they are usable. True when new keys are in place.
+    pub fn refresh(&self) -> bool {
+        let Source::Url {
+            url, last_attempt, ..
+        } = &self.source
+        else {
+            return false;
+        };
+        {
+            let mut last = last_attempt.lock().unwrap_or_else(|e| e.into_inner());
+            if last.elapsed() < self.min_refresh_interval() {
+                return false;
+            }
+            *last = Instant::now();
+        }
+        let fetched = super::fetch::fetch_jwks(url, FETCH_TIMEOUT).and_then(|j| keys_of(&j, url));
+        match fetched {
+            Ok(keys) => {
+                *self.ring.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(KeyRing {
+                    keys,
+                    fetched: Instant::now(),
+                });
+                true
+            }
+            Err(e) => {
+                tracing::warn!(url = %url, error = %e, "cannot refresh the JWKS; the last keys stay in use until jwks_max_age");
+                false
+            }
+        }
+    }
+}
+
+fn refusal(kind: &jsonwebtoken::errors::ErrorKind) -> String {
     use jsonwebtoken::errors::ErrorKind as K;
     match kind {
         K::ExpiredSignature => "the token has expired".into(),

@@ -17,6 +17,7 @@
 //! The token itself is never stored, logged or echoed: only its hash lives
 //! in the cache, and refusals say what was wrong, not what was sent.
 
+mod fetch;
 pub mod http;
 mod jwt;
 
@@ -86,28 +87,69 @@ impl Authenticator {
         self.check_token(token)
     }
 
+    /// [`Authenticator::authenticate`] for the HTTP server: with keys from
+    /// `jwks_url`, a token whose `kid` is unknown (or keys too old) makes it
+    /// fetch the JWKS again (off the async workers) and try once more, and
+    /// keys half their `jwks_max_age` old are refreshed in the background.
+    pub async fn authenticate_refreshing(
+        self: &std::sync::Arc<Self>,
+        header: Option<Vec<u8>>,
+    ) -> Result<Identity, Refused> {
+        if self.jwt.as_ref().is_some_and(JwtVerifier::refresh_due) {
+            let me = self.clone();
+            tokio::task::spawn_blocking(move || me.jwt.as_ref().map(JwtVerifier::refresh));
+        }
+        let Some(header) = header else {
+            return Err(Refused::Missing);
+        };
+        let token = bearer_token(&header)?;
+        match self.check(token) {
+            Ok(identity) => Ok(identity),
+            Err((refused, false)) => Err(refused),
+            Err((_, true)) => {
+                let me = self.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    me.jwt.as_ref().is_some_and(JwtVerifier::refresh)
+                })
+                .await;
+                // Checked again even when this request did not fetch: a
+                // fetch in flight elsewhere may have brought the keys.
+                self.check(token).map_err(|(r, _)| r)
+            }
+        }
+    }
+
     /// The identity behind a bearer token.
     pub fn check_token(&self, token: &str) -> Result<Identity, Refused> {
+        self.check(token).map_err(|(r, _)| r)
+    }
+
+    /// `Err` holds the refusal and whether fetching the JWKS again might
+    /// change it.
+    fn check(&self, token: &str) -> Result<Identity, (Refused, bool)> {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if let Some(identity) = self.static_token(&digest) {
             return Ok(identity);
         }
+        let not_accepted = || (Refused::Invalid("the token is not accepted".into()), false);
         let Some(jwt) = &self.jwt else {
-            return Err(Refused::Invalid("the token is not accepted".into()));
+            return Err(not_accepted());
         };
         if token.split('.').count() != 3 {
-            return Err(Refused::Invalid("the token is not accepted".into()));
+            return Err(not_accepted());
         }
         let now = crate::serve::unix_now() as u64;
         {
             let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             if let Some((identity, exp)) = cache.get(&digest) {
-                if now < *exp {
+                if now < *exp && jwt.fresh().is_ok() {
                     return Ok(identity.clone());
                 }
             }
         }
-        let (identity, exp) = jwt.verify(token).map_err(Refused::Invalid)?;
+        let (identity, exp) = jwt
+            .verify(token)
+            .map_err(|r| (Refused::Invalid(r.message), r.refresh))?;
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= MAX_CACHED_JWTS {
             cache.retain(|_, (_, exp)| now < *exp);
