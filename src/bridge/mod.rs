@@ -73,6 +73,7 @@ pub fn start(options: &BridgeOptions) -> Result<Arc<Gateway>, String> {
         },
         workspace: options.workspace.clone(),
         decision_log: None,
+        require_auth: false,
     })
 }
 

@@ -7,6 +7,7 @@
 //! output goes to stdout; errors go to stderr.
 
 mod bridge;
+mod auth;
 mod call;
 mod check;
 mod error;
@@ -152,9 +153,14 @@ enum Command {
         /// unless --allow-remote).
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
-        /// Allow --http on a non-loopback address (the endpoint has no authentication).
+        /// Allow --http on a non-loopback address (the policy must set
+        /// `auth.required: true`).
         #[arg(long, requires = "http")]
         allow_remote: bool,
+        /// With --allow-remote: serve without requiring authentication
+        /// (anyone who reaches the port can call every tool).
+        #[arg(long, requires = "allow_remote")]
+        insecure_no_auth: bool,
         /// A browser Origin allowed besides loopback ones (repeatable).
         #[arg(long, value_name = "ORIGIN", requires = "http")]
         allow_origin: Vec<String>,
@@ -233,6 +239,11 @@ enum Command {
     Hook {
         #[command(subcommand)]
         command: hook::HookCommand,
+    },
+    /// Authentication helpers for `serve --http` (`auth:` in the policy).
+    Auth {
+        #[command(subcommand)]
+        command: auth::AuthCommand,
     },
     /// Print the JSON Schema of a file format, for editors.
     Schema {
@@ -339,6 +350,7 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             http,
             allow_remote,
             allow_origin,
+            insecure_no_auth,
             workspace,
             profile,
             watch: _,
@@ -349,6 +361,7 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             http,
             allow_remote,
             allow_origin,
+            insecure_no_auth,
             workspace,
             profile,
             watch: !no_watch,
@@ -385,6 +398,7 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
         } => pin::run(&config, &workspace, &name),
         Command::Redact { policies } => redact::run(policies),
         Command::Hook { command } => Ok(hook::run(command)),
+        Command::Auth { command } => auth::run(command),
         Command::Schema { kind } => schema::run(kind),
     }
 }

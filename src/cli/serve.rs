@@ -15,6 +15,7 @@ pub struct Flags {
     pub http: Option<SocketAddr>,
     pub allow_remote: bool,
     pub allow_origin: Vec<String>,
+    pub insecure_no_auth: bool,
     pub workspace: PathBuf,
     pub profile: Option<String>,
     pub watch: bool,
@@ -34,12 +35,14 @@ pub fn run(flags: Flags) -> Result<ExitCode, CliError> {
             },
             workspace: flags.workspace,
             decision_log: flags.decision_log,
+            require_auth: false,
         },
         transport: match flags.http {
             Some(addr) => Transport::Http(HttpOptions {
                 addr,
                 allow_remote: flags.allow_remote,
                 allowed_origins: flags.allow_origin,
+                insecure_no_auth: flags.insecure_no_auth,
             }),
             None => Transport::Stdio,
         },

@@ -4,6 +4,7 @@
 //! Nothing here decides anything; [`crate::policy::compile`] turns what this
 //! module loads into a [`crate::policy::Policy`].
 
+pub mod auth_file;
 pub mod condition;
 pub mod diagnostics;
 mod embedded;

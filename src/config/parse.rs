@@ -152,6 +152,7 @@ pub fn policy_value(
                 section(file, &map, "terminate", value, &mut diags).map(|v| policy.terminate = v)
             }
             "limits" => section(file, &map, "limits", value, &mut diags).map(|v| policy.limits = v),
+            "auth" => section(file, &map, "auth", value, &mut diags).map(|v| policy.auth = v),
             "rules" => {
                 rule_list(file, &map, "rules", value, &mut diags, &mut policy.rules);
                 Some(())

@@ -106,6 +106,10 @@ pub struct PolicyFile {
     /// Output and time limits.
     #[serde(default)]
     pub limits: Option<LimitsSection>,
+    /// Authentication of HTTP callers: static tokens, JWTs, and which
+    /// profile each identity gets.
+    #[serde(default)]
+    pub auth: Option<super::auth_file::AuthSection>,
 }
 
 /// The top-level keys of a policy file, for "did you mean" hints.
@@ -121,6 +125,7 @@ pub const POLICY_FIELDS: &[&str] = &[
     "redact",
     "terminate",
     "limits",
+    "auth",
 ];
 
 /// `tools:` — the active-tool set and named profiles.
@@ -336,6 +341,11 @@ pub struct RuleSpec {
     /// A matching call also ends the agent's batch.
     #[serde(default)]
     pub terminate: bool,
+    /// Identities the rule applies to (globs over token ids and JWT
+    /// identities, e.g. `ci-*`); every caller when omitted. A call without
+    /// an identity (stdio, or HTTP without `auth`) matches none.
+    #[serde(default)]
+    pub identities: Option<Vec<String>>,
     /// Argument objects that must (`match`) and must not (`not_match`)
     /// satisfy `when`; checked at load, a failing example fails the file.
     #[serde(default)]

@@ -104,6 +104,9 @@ pub struct BatchOptions {
     /// The model's message was cut off by its output token limit: its calls'
     /// arguments may be truncated, so none of them runs.
     pub stopped_for_length: bool,
+    /// Who is calling: its profile's tools are the active ones, and rules
+    /// scoped to it (`rules[].identities`) apply. `None`: the active set.
+    pub identity: Option<crate::policy::auth::Identity>,
 }
 
 /// What a batch produced.
@@ -192,9 +195,13 @@ impl Snapshot {
         }
     }
 
-    /// An active tool the snapshot can run.
-    fn active(&self, name: &str) -> Result<&RunnableTool, crate::policy::ToolNotFound> {
-        self.policy.tools.active_tool(name)?;
+    /// An active tool (for a caller with `profile`) the snapshot can run.
+    fn active(
+        &self,
+        name: &str,
+        profile: Option<&str>,
+    ) -> Result<&RunnableTool, crate::policy::ToolNotFound> {
+        self.policy.tools.active_tool_for(profile, name)?;
         self.tools
             .get(name)
             .ok_or_else(|| crate::policy::ToolNotFound(name.to_string()))
@@ -312,8 +319,18 @@ impl Executor {
     /// `Ok` holds the call as it would run and the verdict (an `ask` not yet
     /// put to anyone); `Err` the error result the call gets instead.
     pub fn preflight(&self, call: &ToolCall) -> Result<(ToolCall, Verdict), Box<ToolResult>> {
+        self.preflight_as(call, None)
+    }
+
+    /// [`Executor::preflight`] for a call made by `identity` (its profile's
+    /// tools, the rules scoped to it).
+    pub fn preflight_as(
+        &self,
+        call: &ToolCall,
+        identity: Option<&crate::policy::auth::Identity>,
+    ) -> Result<(ToolCall, Verdict), Box<ToolResult>> {
         let snapshot = self.snapshot();
-        pipeline::check(&snapshot, call).map(|c| (c.call, c.verdict))
+        pipeline::check(&snapshot, call, identity).map(|c| (c.call, c.verdict))
     }
 
     /// The after-hook alone, for a host that ran the tool itself: `result`

@@ -20,6 +20,7 @@ use super::after;
 use super::events::{empty_details, Event, ToolResult};
 use super::validate::{check_call_arguments, ArgumentsRefused};
 use super::{BatchOptions, RunnableTool, Snapshot};
+use crate::policy::auth::Identity;
 use crate::policy::{Decision, LimitExceeded, ToolCall, Verdict};
 use crate::tools::{
     Content, MutationQueues, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
@@ -58,14 +59,18 @@ pub struct Checked<'a> {
 /// Steps 2-5 without the approver: resolve the active tool, prepare, coerce
 /// and validate the arguments within the limits, then the policy's verdict.
 /// `Err` is the immediate error result the call gets instead.
-pub fn check<'a>(snapshot: &'a Snapshot, call: &ToolCall) -> Result<Checked<'a>, Box<ToolResult>> {
+pub fn check<'a>(
+    snapshot: &'a Snapshot,
+    call: &ToolCall,
+    identity: Option<&Identity>,
+) -> Result<Checked<'a>, Box<ToolResult>> {
     let immediate = |message: String| {
         let mut r = ToolResult::error(&call.id, &call.name, message);
         r.policy_version = snapshot.policy.version.clone();
         Box::new(r)
     };
     let tool = snapshot
-        .active(&call.name)
+        .active(&call.name, identity.and_then(|i| i.profile.as_deref()))
         .map_err(|not_found| immediate(not_found.to_string()))?;
     let schema = tool.schema().as_ref().map_err(|e| {
         immediate(format!(
@@ -93,8 +98,9 @@ pub fn check<'a>(snapshot: &'a Snapshot, call: &ToolCall) -> Result<Checked<'a>,
         arguments: args,
     };
     let ws = snapshot.workspace();
-    let decided =
-        std::panic::catch_unwind(AssertUnwindSafe(|| snapshot.policy.evaluate(ws, &checked)));
+    let decided = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        snapshot.policy.evaluate_as(ws, &checked, identity)
+    }));
     // A panic while deciding blocks the call (fail closed).
     let verdict = decided.unwrap_or_else(|_| {
         Verdict::deny(
@@ -127,7 +133,7 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
         call: checked,
         verdict,
         tool,
-    } = match check(snapshot, call) {
+    } = match check(snapshot, call, options.identity.as_ref()) {
         Ok(c) => c,
         Err(result) => return Preflight::Immediate(result),
     };

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::auth::Identity;
 use super::finding::{AuditFinding, Finding, RuleId, Strictest, Verdict};
 use super::limits::{check_arguments, preview};
 use super::paths::{PathFact, PathSource};
@@ -83,6 +84,9 @@ pub struct CallFacts {
     pub problems: Vec<Finding>,
     /// The policy's roots, resolved against the workspace.
     pub roots: Vec<Vec<PathBuf>>,
+    /// Who is calling (`rules[].identities` match it); `None` for calls
+    /// without authentication.
+    pub identity: Option<String>,
 }
 
 /// A command argument, analyzed.
@@ -119,11 +123,25 @@ pub fn gather_in(
     call: &ToolCall,
     workdir: Option<&str>,
 ) -> CallFacts {
+    gather_as(policy, ws, call, workdir, None)
+}
+
+/// Like [`gather_in`], for a call made by `identity`: its profile decides
+/// which tools are active, and its id which `rules[].identities` apply.
+pub fn gather_as(
+    policy: &Policy,
+    ws: &Workspace,
+    call: &ToolCall,
+    workdir: Option<&str>,
+    identity: Option<&Identity>,
+) -> CallFacts {
+    let profile = identity.and_then(|i| i.profile.as_deref());
     let status = match policy.tools.get(&call.name) {
         None => ToolStatus::Unknown,
-        Some(_) if policy.tools.is_active(&call.name) => ToolStatus::Active,
+        Some(_) if policy.tools.active_tool_for(profile, &call.name).is_ok() => ToolStatus::Active,
         Some(_) => ToolStatus::Inactive,
     };
+    let identity = identity.map(|i| i.id.clone());
     // Before anything walks (or clones) the arguments: what is over a limit
     // is denied unread — the same check the executor makes before coercion.
     if let Err(over) = check_arguments(&policy.limits, &call.name, &call.arguments) {
@@ -139,6 +157,7 @@ pub fn gather_in(
                 over.message(),
             )],
             roots: Vec::new(),
+            identity,
         };
     }
     let mut facts = CallFacts {
@@ -149,6 +168,7 @@ pub fn gather_in(
         shell: None,
         problems: Vec::new(),
         roots: Vec::new(),
+        identity,
     };
     let (Some(tool), Some(args)) = (policy.tools.get(&call.name), call.arguments.as_object())
     else {
@@ -396,7 +416,10 @@ pub(crate) fn examine(
             .map(|r| glob_key(ws, &r.lexical))
     };
     for rule in &policy.rules.rules {
-        if rule.tools.contains(&facts.tool) && rule.cond.eval(args, &path_key) {
+        if rule.tools.contains(&facts.tool)
+            && applies_to(rule.identities.as_ref(), facts.identity.as_deref())
+            && rule.cond.eval(args, &path_key)
+        {
             let reason = rule
                 .reason
                 .clone()
@@ -441,6 +464,15 @@ pub(crate) fn conclude(
     }
 }
 
+/// Whether a rule scoped to `identities` applies to a call by `identity`:
+/// unscoped rules apply to everyone; scoped ones only to a matching caller.
+fn applies_to(identities: Option<&globset::GlobSet>, identity: Option<&str>) -> bool {
+    match identities {
+        None => true,
+        Some(set) => identity.is_some_and(|id| set.is_match(id)),
+    }
+}
+
 fn unknown_tool(policy: &Policy, name: &str) -> Verdict {
     let (decision, reason) = match policy.unknown_tools {
         UnknownToolDecision::Allow => (Decision::Allow, format!("No manifest describes tool {name}; the policy allows unknown tools")),
@@ -468,6 +500,18 @@ impl Policy {
     /// CLI's own tool): the policy's `tools.unknown`.
     pub fn unknown_tool_verdict(&self, name: &str) -> Verdict {
         unknown_tool(self, name)
+    }
+
+    /// Decides one call made by `identity` ([`gather_as`]): its profile's
+    /// tools are the active ones, and rules scoped to it apply.
+    pub fn evaluate_as(
+        &self,
+        ws: &Workspace,
+        call: &ToolCall,
+        identity: Option<&Identity>,
+    ) -> Verdict {
+        let facts = gather_as(self, ws, call, None, identity);
+        decide(self, ws, &facts)
     }
 
     /// Decides one call whose command runs in `workdir` ([`gather_in`]).

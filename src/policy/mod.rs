@@ -14,6 +14,7 @@
 //! - [`limits`]: what one call, command or batch may cost;
 //! - [`decide`]: combining all of the above into one verdict.
 
+pub mod auth;
 pub mod commands;
 mod compile;
 pub mod decide;
@@ -69,6 +70,8 @@ pub struct Policy {
     /// Problems that did not stop the load (gitleaks rules that cannot run
     /// here, config parts that do not apply), for `toolgate check`.
     pub(crate) warnings: crate::config::Diagnostics,
+    /// Who may call over HTTP (`auth:`); `None` when no layer has it.
+    pub(crate) auth: Option<std::sync::Arc<auth::AuthConfig>>,
     /// Where each rule id is written, for `explain`.
     pub(crate) origins: std::collections::BTreeMap<String, RuleOrigin>,
 }
@@ -136,6 +139,11 @@ impl Policy {
     /// The manifest of tool `name`, active or not.
     pub fn manifest(&self, name: &str) -> Option<&crate::config::Manifest> {
         self.tools.get(name).map(|t| &*t.manifest)
+    }
+
+    /// The compiled `auth:` section, when a layer has one.
+    pub fn auth(&self) -> Option<&std::sync::Arc<auth::AuthConfig>> {
+        self.auth.as_ref()
     }
 
     /// The after-rules on results (`results:`), in order.

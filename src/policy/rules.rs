@@ -140,6 +140,9 @@ pub struct ResultScope<'a> {
 pub struct Rule {
     /// Its id.
     pub id: String,
+    /// The identities it applies to (`rules[].identities`); every caller
+    /// when `None`.
+    pub identities: Option<globset::GlobSet>,
     /// The tools it applies to.
     pub tools: Vec<String>,
     /// When it applies.

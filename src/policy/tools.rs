@@ -118,6 +118,9 @@ pub struct ToolSet {
     pub tools: BTreeMap<String, ToolInfo>,
     /// The active tools, in the order the policy lists them.
     pub active: Vec<String>,
+    /// Named alternative active sets (`tools.profiles`), for callers whose
+    /// identity names a profile.
+    pub profiles: BTreeMap<String, Vec<String>>,
 }
 
 impl ToolSet {
@@ -129,6 +132,37 @@ impl ToolSet {
     /// True when the model may call `name`.
     pub fn is_active(&self, name: &str) -> bool {
         self.active.iter().any(|a| a == name)
+    }
+
+    /// The active set for a caller with `profile`: that profile's tools, or
+    /// the policy's active set when `None`. A profile that does not exist
+    /// (the policy changed under a caller) has no tools: fail closed.
+    pub fn active_names(&self, profile: Option<&str>) -> &[String] {
+        match profile {
+            None => &self.active,
+            Some(p) => self.profiles.get(p).map_or(&[][..], Vec::as_slice),
+        }
+    }
+
+    /// [`ToolSet::active_tool`] for a caller with `profile`.
+    pub fn active_tool_for(
+        &self,
+        profile: Option<&str>,
+        name: &str,
+    ) -> Result<&ToolInfo, ToolNotFound> {
+        match self.tools.get(name) {
+            Some(info) if self.active_names(profile).iter().any(|a| a == name) => Ok(info),
+            _ => Err(ToolNotFound(name.to_string())),
+        }
+    }
+
+    /// [`ToolSet::active_tools`] for a caller with `profile`.
+    pub fn active_tools_for<'a>(
+        &'a self,
+        profile: Option<&str>,
+    ) -> impl Iterator<Item = &'a ToolInfo> + 'a {
+        let names = self.active_names(profile);
+        names.iter().filter_map(|n| self.tools.get(n))
     }
 
     /// The active tool `name`, or the one answer every front-end gives for a

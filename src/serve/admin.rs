@@ -6,7 +6,11 @@
 //!   rejected policy is never shown as active;
 //! - `GET /metrics`: Prometheus text;
 //! - `POST /v1/eval`: `{"name", "arguments"}` in, exactly what `toolgate
-//!   eval` prints out — so any agent, not only MCP clients, can ask.
+//!   eval` prints out — so any agent, not only MCP clients, can ask
+//!   (as the authenticated caller: its profile, its scoped rules).
+//!
+//! With `auth:` in the policy, all but `/healthz` need a valid token
+//! ([`super::auth::http`]).
 
 use std::sync::Arc;
 
@@ -15,9 +19,11 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::Extension;
 use axum::Router;
 
 use super::Gateway;
+use crate::policy::auth::Identity;
 use crate::policy::ToolCall;
 
 /// The operations routes, to be merged into the HTTP server's router.
@@ -52,7 +58,12 @@ async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
 /// Body limit for `/v1/eval`: a call's arguments, not a file upload.
 const MAX_EVAL_BODY: usize = 1 << 20;
 
-async fn eval(State(gateway): State<Arc<Gateway>>, body: Bytes) -> Response {
+async fn eval(
+    State(gateway): State<Arc<Gateway>>,
+    identity: Option<Extension<Identity>>,
+    body: Bytes,
+) -> Response {
+    let identity = identity.map(|Extension(i)| i);
     let error = |status: StatusCode, message: String| {
         json_response(status, serde_json::json!({ "error": message }).to_string())
     };
@@ -78,7 +89,8 @@ async fn eval(State(gateway): State<Arc<Gateway>>, body: Bytes) -> Response {
         );
     }
     // Deciding resolves paths on disk: keep it off the async workers.
-    let verdict = tokio::task::spawn_blocking(move || gateway.eval(&call)).await;
+    let verdict =
+        tokio::task::spawn_blocking(move || gateway.eval_as(&call, identity.as_ref())).await;
     match verdict {
         Ok(v) => json_response(
             StatusCode::OK,

@@ -142,8 +142,12 @@ impl Approver for Answered {
 /// The before-hook's verdict as the executor will reach it (its own
 /// preflight), when it is `ask`; `None` otherwise, or for a call preflight
 /// refuses (the executor reports that when it runs).
-pub fn needs_approval(gateway: &Gateway, call: &ToolCall) -> Option<Verdict> {
-    let (_, verdict) = gateway.executor().preflight(call).ok()?;
+pub fn needs_approval(
+    gateway: &Gateway,
+    call: &ToolCall,
+    identity: Option<&crate::policy::auth::Identity>,
+) -> Option<Verdict> {
+    let (_, verdict) = gateway.executor().preflight_as(call, identity).ok()?;
     (verdict.decision == Decision::Ask).then_some(verdict)
 }
 

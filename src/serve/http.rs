@@ -2,11 +2,14 @@
 //! listener: `/mcp` (rmcp's Streamable HTTP service, both protocol eras),
 //! `/healthz`, `/status`, `/metrics`, `/v1/eval`.
 //!
-//! The server has no authentication of its own, so it is careful about who
-//! can reach it:
+//! It is careful about who can reach it:
 //! - it binds loopback addresses only, unless the operator says
-//!   `--allow-remote` (and then should put an authenticating proxy in
-//!   front);
+//!   `--allow-remote`, which needs `auth.required: true` in the policy
+//!   (bearer tokens, [`super::auth`]) unless `--insecure-no-auth` says
+//!   otherwise, loudly;
+//! - with `auth:` in the policy, every route but `/healthz` and the
+//!   Protected Resource Metadata needs a valid token (401 with
+//!   `WWW-Authenticate` otherwise);
 //! - every request's `Origin` is checked: absent (non-browser clients) and
 //!   loopback origins pass, listed origins pass, anything else gets 403 — a
 //!   web page in the user's browser must not drive the user's tools (DNS
@@ -21,6 +24,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use axum::Router;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -28,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approve::PendingApprovals;
 use super::mcp::McpServer;
-use super::{admin, guard, Gateway};
+use super::{admin, auth, guard, Gateway};
 
 /// How the HTTP server listens.
 #[derive(Clone, Debug)]
@@ -40,6 +44,9 @@ pub struct HttpOptions {
     /// Browser origins allowed besides loopback ones, e.g.
     /// `https://agent.example.com` (scheme, host and port must match).
     pub allowed_origins: Vec<String>,
+    /// Serve other hosts (`allow_remote`) without `auth.required` in the
+    /// policy. Anyone who reaches the port can then call every tool.
+    pub insecure_no_auth: bool,
 }
 
 /// Refuses a non-loopback address unless remote access was asked for.
@@ -48,9 +55,9 @@ pub fn check_bind(options: &HttpOptions) -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "refusing to listen on {}: it is not a loopback address, and toolgate's HTTP \
-         endpoint has no authentication. Bind 127.0.0.1 (or [::1]), or pass \
-         --allow-remote to serve other hosts (then put an authenticating proxy in front).",
+        "refusing to listen on {}: it is not a loopback address. Bind 127.0.0.1 \
+         (or [::1]), or pass --allow-remote to serve other hosts (the policy must \
+         then set `auth.required: true`, see `toolgate auth hash-token`).",
         options.addr
     ))
 }
@@ -152,11 +159,24 @@ pub fn app(gateway: Arc<Gateway>, options: &HttpOptions, shutdown: CancellationT
             .map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase())
             .collect(),
     });
+    let metadata = Router::new()
+        .route(auth::http::METADATA_PATH, get(auth::http::metadata))
+        .route(
+            &format!("{}/mcp", auth::http::METADATA_PATH),
+            get(auth::http::metadata),
+        )
+        .with_state(gateway.clone());
     Router::new()
         .route_service("/mcp", mcp)
         // Only /mcp: what is not a JSON-RPC message gets a JSON-RPC error.
         .route_layer(middleware::from_fn(guard::check_body))
-        .merge(admin::router(gateway))
+        .merge(admin::router(gateway.clone()))
+        .merge(metadata)
+        // Who is calling, before any route runs (the Origin check first).
+        .layer(middleware::from_fn_with_state(
+            gateway,
+            auth::http::check_identity,
+        ))
         .layer(middleware::from_fn_with_state(origins, check_origin))
 }
 
@@ -198,6 +218,7 @@ mod tests {
             addr: addr.parse().unwrap(),
             allow_remote,
             allowed_origins: vec![],
+            insecure_no_auth: false,
         }
     }
 

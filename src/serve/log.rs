@@ -8,6 +8,10 @@
 //!  "arguments":{"command":"rm -rf /"}}
 //! ```
 //!
+//! `identity` is who called (a token's id or a JWT's identity claim) and
+//! `profile` the tools it had, both `null` without authentication; the
+//! token itself is never written.
+//!
 //! `result_rule` names the after-rule (`results:`) that applied to the
 //! call's result, or is `null` when none did.
 //!
@@ -25,6 +29,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::executor::{redact_value, ToolResult};
+use crate::policy::auth::Identity;
 use crate::policy::Policy;
 
 /// Where decision lines go.
@@ -52,8 +57,9 @@ impl DecisionLog {
         result: &ToolResult,
         arguments: &Value,
         elapsed: Duration,
+        identity: Option<&Identity>,
     ) {
-        let line = decision_line(policy, result, arguments, elapsed);
+        let line = decision_line(policy, result, arguments, elapsed, identity);
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
             eprintln!("toolgate: could not write the decision log");
@@ -67,6 +73,7 @@ pub fn decision_line(
     result: &ToolResult,
     arguments: &Value,
     elapsed: Duration,
+    identity: Option<&Identity>,
 ) -> String {
     let mut arguments = arguments.clone();
     redact_value(policy.redactor.get(), &mut arguments);
@@ -94,6 +101,8 @@ pub fn decision_line(
         "is_error": result.is_error,
         "result_rule": result.result_rule,
         "arguments": arguments,
+        "identity": identity.map(|i| i.id.as_str()),
+        "profile": identity.and_then(|i| i.profile.as_deref()),
     });
     // `audit` only when an audit-only entry (mode: audit) had a finding.
     if !audit.is_null() {
@@ -147,7 +156,8 @@ mod tests {
         let policy = Policy::from_yaml("version: 1\n").unwrap();
         let mut result = ToolResult::error("1", "bash", "failed");
         let line = |r: &ToolResult| -> Value {
-            serde_json::from_str(&decision_line(&policy, r, &json!({}), Duration::ZERO)).unwrap()
+            serde_json::from_str(&decision_line(&policy, r, &json!({}), Duration::ZERO, None))
+                .unwrap()
         };
         assert_eq!(line(&result)["result_rule"], Value::Null);
         result.result_rule = Some("stop-on-failed-tests".into());
@@ -161,7 +171,7 @@ mod tests {
         let mut verdict = crate::policy::Verdict::deny(None, "no");
         result.verdict = Some(verdict.clone());
         let line = |r: &ToolResult| -> Value {
-            serde_json::from_str(&decision_line(&policy, r, &json!({}), Duration::ZERO)).unwrap()
+            serde_json::from_str(&decision_line(&policy, r, &json!({}), Duration::ZERO, None)).unwrap()
         };
         assert!(line(&result).get("audit").is_none());
         verdict.audit.push(crate::policy::AuditFinding {

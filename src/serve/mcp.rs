@@ -56,6 +56,7 @@ use tokio::sync::mpsc;
 use super::approve::{self, Answered, ElicitationApprover, PendingApprovals};
 use super::Gateway;
 use crate::executor::{Approver, BatchOptions, Event, EventSink, ToolResult};
+use crate::policy::auth::Identity;
 use crate::policy::tools::ToolInfo;
 use crate::policy::ToolCall;
 use crate::text::shorten;
@@ -113,6 +114,7 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
         request: &CallToolRequestParams,
         call: &ToolCall,
+        identity: Option<&Identity>,
     ) -> Asking {
         let declared = context
             .client_capabilities()
@@ -143,7 +145,7 @@ impl McpServer {
             }
             // An unknown or expired question: ask again.
         }
-        match approve::needs_approval(&self.gateway, call) {
+        match approve::needs_approval(&self.gateway, call, identity) {
             Some(verdict) => {
                 let form = approve::approval_form(&self.gateway, call, &verdict);
                 match approve::input_required(form, self.approvals.ask(call)) {
@@ -156,9 +158,23 @@ impl McpServer {
     }
 }
 
-/// The active tools as MCP `Tool`s, in the policy's order.
-pub fn tool_list(gateway: &Gateway) -> Vec<Tool> {
-    gateway.active_tools().iter().filter_map(mcp_tool).collect()
+/// The tools `identity` sees (its profile's, or the active set) as MCP
+/// `Tool`s.
+pub fn tool_list_for(gateway: &Gateway, identity: Option<&Identity>) -> Vec<Tool> {
+    gateway
+        .active_tools_for(identity)
+        .iter()
+        .filter_map(mcp_tool)
+        .collect()
+}
+
+/// The caller of an HTTP request, as the authentication middleware found
+/// it (`None` over stdio and without `auth:`).
+fn caller(context: &RequestContext<RoleServer>) -> Option<Identity> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| super::auth::http::identity_of(&parts.extensions))
 }
 
 /// One manifest as an MCP tool: name, title (the manifest's label),
@@ -221,10 +237,14 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         // One page: a tool set is tens of tools, not thousands.
-        Ok(ListToolsResult::with_all_items(tool_list(&self.gateway)))
+        let identity = caller(&context);
+        Ok(ListToolsResult::with_all_items(tool_list_for(
+            &self.gateway,
+            identity.as_ref(),
+        )))
     }
 
     async fn call_tool(
@@ -233,9 +253,12 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        // Checked before anything runs: a tool the model cannot see does not
-        // exist, and that is a protocol error, not a tool failure.
-        if let Err(not_found) = self.gateway.policy().tools.active_tool(&name) {
+        let identity = caller(&context);
+        let profile = identity.as_ref().and_then(|i| i.profile.as_deref());
+        // Checked before anything runs: a tool the model cannot see (not
+        // active, or not in the caller's profile) does not exist, and that
+        // is a protocol error, not a tool failure.
+        if let Err(not_found) = self.gateway.policy().tools.active_tool_for(profile, &name) {
             return Err(McpError::invalid_params(not_found.to_string(), None));
         }
         let call = ToolCall {
@@ -243,7 +266,7 @@ impl ServerHandler for McpServer {
             name,
             arguments: Value::Object(request.arguments.clone().unwrap_or_default()),
         };
-        let approver = match self.asking(&context, &request, &call) {
+        let approver = match self.asking(&context, &request, &call, identity.as_ref()) {
             Asking::Nobody => None,
             Asking::Approver(a) => Some(a),
             Asking::FirstAsk(question) => return Ok(question.into()),
@@ -258,6 +281,7 @@ impl ServerHandler for McpServer {
             events: Some(events),
             cancel: context.ct.clone(),
             approver,
+            identity,
             ..BatchOptions::default()
         };
         let mut forwarder = UpdateForwarder {

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::executor::ToolResult;
+use crate::policy::auth::{Identity, IdentitySource};
 use crate::policy::Verdict;
 
 /// Upper bounds of the latency histogram's buckets, in seconds.
@@ -18,16 +19,31 @@ const LATENCY_BUCKETS: &[f64] = &[
 ];
 
 /// A decisions counter's labels: source (`call` or `eval`), tool, decision,
-/// rule.
-type DecisionKey = (&'static str, String, String, String);
+/// rule, identity label (empty without authentication).
+type DecisionKey = (&'static str, String, String, String, String);
+
+/// The `identity` label of a caller, with bounded cardinality: a static
+/// token's id (the policy lists them), or `jwt:PROFILE` for a JWT caller
+/// (`jwt:default` without a profile) — never a raw JWT subject, of which
+/// there may be any number. Empty without authentication (no label).
+pub fn identity_label(identity: Option<&Identity>) -> String {
+    match identity {
+        None => String::new(),
+        Some(i) if i.source == IdentitySource::Jwt => {
+            format!("jwt:{}", i.profile.as_deref().unwrap_or("default"))
+        }
+        Some(i) => i.id.clone(),
+    }
+}
 
 /// The gateway's counters.
 #[derive(Default)]
 pub struct Metrics {
-    /// (source, tool, decision, rule) -> count; source is `call` or `eval`.
+    /// (source, tool, decision, rule, identity) -> count; source is `call`
+    /// or `eval`.
     decisions: Mutex<BTreeMap<DecisionKey, u64>>,
     /// The same labels for audit-only findings (`mode: audit`).
-    audit: Mutex<BTreeMap<DecisionKey, u64>>,
+    audit: Mutex<BTreeMap<(&'static str, String, String, String), u64>>,
     /// (tool, result rule) -> count of results the rule applied to.
     result_rules: Mutex<BTreeMap<(String, String), u64>>,
     reloads_ok: AtomicU64,
@@ -44,7 +60,7 @@ struct Histogram {
 
 impl Metrics {
     /// Counts a finished call and its latency.
-    pub fn record_call(&self, result: &ToolResult, elapsed: Duration) {
+    pub fn record_call(&self, result: &ToolResult, elapsed: Duration, identity: &str) {
         let (decision, rule) = match &result.verdict {
             Some(v) => (
                 v.decision.as_str().to_string(),
@@ -52,7 +68,7 @@ impl Metrics {
             ),
             None => ("none".to_string(), String::new()),
         };
-        self.count_decision("call", &result.name, decision, rule);
+        self.count_decision("call", &result.name, decision, rule, identity);
         if let Some(v) = &result.verdict {
             self.count_audit("call", &result.name, v);
         }
@@ -75,12 +91,13 @@ impl Metrics {
     }
 
     /// Counts an eval-only decision.
-    pub fn record_eval(&self, tool: &str, verdict: &Verdict) {
+    pub fn record_eval(&self, tool: &str, verdict: &Verdict, identity: &str) {
         self.count_decision(
             "eval",
             tool,
             verdict.decision.as_str().to_string(),
             verdict.rule.clone().unwrap_or_default(),
+            identity,
         );
         self.count_audit("eval", tool, verdict);
     }
@@ -101,10 +118,23 @@ impl Metrics {
         }
     }
 
-    fn count_decision(&self, source: &'static str, tool: &str, decision: String, rule: String) {
+    fn count_decision(
+        &self,
+        source: &'static str,
+        tool: &str,
+        decision: String,
+        rule: String,
+        identity: &str,
+    ) {
         let mut d = self.decisions.lock().unwrap_or_else(|e| e.into_inner());
-        *d.entry((source, tool.to_string(), decision, rule))
-            .or_insert(0) += 1;
+        *d.entry((
+            source,
+            tool.to_string(),
+            decision,
+            rule,
+            identity.to_string(),
+        ))
+        .or_insert(0) += 1;
     }
 
     /// Counts a reload.
@@ -141,15 +171,20 @@ impl Metrics {
             "# HELP toolgate_decisions_total Decisions, by source (call or eval), tool, decision and rule."
         );
         let _ = writeln!(out, "# TYPE toolgate_decisions_total counter");
-        for ((source, tool, decision, rule), n) in self
+        for ((source, tool, decision, rule, identity), n) in self
             .decisions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
         {
+            let identity = if identity.is_empty() {
+                String::new()
+            } else {
+                format!(",identity=\"{}\"", escape(identity))
+            };
             let _ = writeln!(
                 out,
-                "toolgate_decisions_total{{source=\"{source}\",tool=\"{}\",decision=\"{}\",rule=\"{}\"}} {n}",
+                "toolgate_decisions_total{{source=\"{source}\",tool=\"{}\",decision=\"{}\",rule=\"{}\"{identity}}} {n}",
                 escape(tool),
                 escape(decision),
                 escape(rule)
@@ -246,16 +281,16 @@ mod tests {
         };
         let mut result = ToolResult::error("1", "bash", "denied");
         result.verdict = Some(deny.clone());
-        metrics.record_call(&result, Duration::from_millis(2));
-        metrics.record_call(&result, Duration::from_millis(2));
-        metrics.record_eval("bash", &deny);
+        metrics.record_call(&result, Duration::from_millis(2), "");
+        metrics.record_call(&result, Duration::from_millis(2), "");
+        metrics.record_eval("bash", &deny, "");
         let mut audited = deny.clone();
         audited.audit.push(crate::policy::AuditFinding {
             decision: Decision::Ask,
             rule: "review-pushes".into(),
             reason: "r".into(),
         });
-        metrics.record_eval("bash", &audited);
+        metrics.record_eval("bash", &audited, "");
         let text = metrics.render("v1");
         assert!(text.contains("toolgate_audit_findings_total{mode=\"audit\",source=\"eval\",tool=\"bash\",decision=\"ask\",rule=\"review-pushes\"} 1"), "{text}");
         assert!(text.contains(
@@ -266,7 +301,7 @@ mod tests {
         ), "{text}");
         assert!(!text.contains("toolgate_result_rules_total{"), "{text}");
         result.result_rule = Some("stop-on-failed-tests".into());
-        metrics.record_call(&result, Duration::from_millis(2));
+        metrics.record_call(&result, Duration::from_millis(2), "");
         let text = metrics.render("v1");
         assert!(
             text.contains(
@@ -279,5 +314,23 @@ mod tests {
             text.contains("toolgate_call_duration_seconds_count 3"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn identity_labels_are_token_ids_or_jwt_profiles() {
+        let token = Identity::new("ci-bot", Some("readonly".into()));
+        let jwt = Identity {
+            source: IdentitySource::Jwt,
+            ..Identity::new("alice@example.com", None)
+        };
+        assert_eq!(identity_label(None), "");
+        assert_eq!(identity_label(Some(&token)), "ci-bot");
+        assert_eq!(identity_label(Some(&jwt)), "jwt:default");
+        let metrics = Metrics::default();
+        let result = ToolResult::error("1", "bash", "denied");
+        metrics.record_call(&result, Duration::ZERO, &identity_label(Some(&jwt)));
+        let text = metrics.render("v1");
+        assert!(text.contains("identity=\"jwt:default\"} 1"), "{text}");
+        assert!(!text.contains("alice"), "{text}");
     }
 }

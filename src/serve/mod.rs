@@ -9,6 +9,7 @@
 
 mod admin;
 mod approve;
+pub mod auth;
 mod guard;
 mod http;
 mod log;
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
+use arc_swap::ArcSwapOption;
 use serde::Serialize;
 use tokio::sync::watch;
 
@@ -29,6 +31,7 @@ pub use start::{run, ServeError, ServeOptions, Transport};
 
 use crate::config::{ConfigPaths, Diagnostics};
 use crate::executor::{BatchOptions, Executor, ToolResult};
+use crate::policy::auth::Identity;
 use crate::policy::tools::ToolInfo;
 use crate::policy::{CompileOptions, Policy, ToolCall, Verdict, Workspace};
 use crate::upstream::{UpstreamManager, UpstreamStatus};
@@ -44,6 +47,10 @@ pub struct GatewayConfig {
     pub workspace: PathBuf,
     /// The decision log's file; `None` logs to stderr.
     pub decision_log: Option<PathBuf>,
+    /// Every policy must have `auth.required: true` (serving other hosts
+    /// with `--allow-remote`): one without it does not start, and a reload
+    /// that drops it is rejected.
+    pub require_auth: bool,
 }
 
 /// What `/status` reports about the active policy and the last reload.
@@ -113,6 +120,31 @@ pub struct Gateway {
     tools_changed: watch::Sender<u64>,
     reloads: watch::Sender<u64>,
     upstream: Option<Arc<UpstreamManager>>,
+    /// Checks HTTP callers under the active policy's `auth:`.
+    auth: ArcSwapOption<auth::Authenticator>,
+}
+
+/// The checker for `policy`'s `auth:` (`None` without one), or why it
+/// cannot be used (a JWKS key that does not decode, or `auth.required`
+/// missing where the gateway requires it).
+fn authenticator_for(
+    policy: &Policy,
+    config: &GatewayConfig,
+) -> Result<Option<Arc<auth::Authenticator>>, String> {
+    let required = policy.auth().is_some_and(|a| a.required);
+    if config.require_auth && !required {
+        return Err(
+            "the policy must set `auth.required: true` to serve other hosts \
+             (--allow-remote); add an `auth:` section with tokens or a JWT issuer"
+                .to_string(),
+        );
+    }
+    match policy.auth() {
+        None => Ok(None),
+        Some(a) => auth::Authenticator::new(a.clone())
+            .map(|a| Some(Arc::new(a)))
+            .map_err(|e| format!("auth: {e}")),
+    }
 }
 
 impl Gateway {
@@ -144,6 +176,7 @@ impl Gateway {
         policy: Policy,
         upstream: Option<Arc<UpstreamManager>>,
     ) -> Result<Arc<Gateway>, String> {
+        let authenticator = authenticator_for(&policy, &config)?;
         let workspace = Workspace::new(&config.workspace)
             .map_err(|e| format!("workspace `{}`: {e}", config.workspace.display()))?;
         let log = log::DecisionLog::open(config.decision_log.as_deref())
@@ -174,6 +207,7 @@ impl Gateway {
             tools_changed,
             reloads,
             upstream,
+            auth: ArcSwapOption::new(authenticator),
         }))
     }
 
@@ -186,6 +220,11 @@ impl Gateway {
     /// changed without a new policy version).
     pub fn notify_tools_changed(&self) {
         self.tools_changed.send_modify(|n| *n += 1);
+    }
+
+    /// The checker of HTTP callers, when the active policy has `auth:`.
+    pub fn authenticator(&self) -> Option<Arc<auth::Authenticator>> {
+        self.auth.load_full()
     }
 
     /// The executor (for front-ends that run batches themselves).
@@ -217,10 +256,21 @@ impl Gateway {
         }
     }
 
+    /// The tools `identity` sees: its profile's, or the active set.
+    pub fn active_tools_for(&self, identity: Option<&Identity>) -> Vec<ToolInfo> {
+        let profile = identity.and_then(|i| i.profile.as_deref());
+        self.policy()
+            .tools
+            .active_tools_for(profile)
+            .cloned()
+            .collect()
+    }
+
     /// Runs one call through the executor, then logs and counts it.
     pub async fn call(&self, call: ToolCall, options: BatchOptions) -> ToolResult {
         let started = Instant::now();
         let arguments = call.arguments.clone();
+        let identity = options.identity.clone();
         // One snapshot for running, logging and redacting the log line.
         let snapshot = self.executor.snapshot();
         let mut outcome = self
@@ -229,16 +279,26 @@ impl Gateway {
             .await;
         let result = outcome.results.remove(0);
         let elapsed = started.elapsed();
-        self.metrics.record_call(&result, elapsed);
+        let who = identity.as_ref();
+        self.metrics
+            .record_call(&result, elapsed, &metrics::identity_label(who));
         self.log
-            .record(&snapshot.policy, &result, &arguments, elapsed);
+            .record(&snapshot.policy, &result, &arguments, elapsed, who);
         result
     }
 
     /// The before-hook's verdict alone, exactly what `toolgate eval` prints.
     pub fn eval(&self, call: &ToolCall) -> Verdict {
-        let verdict = self.policy().evaluate(self.executor.workspace(), call);
-        self.metrics.record_eval(&call.name, &verdict);
+        self.eval_as(call, None)
+    }
+
+    /// [`Gateway::eval`] for a call made by `identity`.
+    pub fn eval_as(&self, call: &ToolCall, identity: Option<&Identity>) -> Verdict {
+        let verdict = self
+            .policy()
+            .evaluate_as(self.executor.workspace(), call, identity);
+        self.metrics
+            .record_eval(&call.name, &verdict, &metrics::identity_label(identity));
         verdict
     }
 
@@ -268,6 +328,7 @@ impl Gateway {
                     return ReloadOutcome::Unchanged;
                 }
                 let tools_changed = policy.tools.active != old.tools.active
+                    || policy.tools.profiles != old.tools.profiles
                     || policy
                         .tools
                         .active_tools()
@@ -276,6 +337,17 @@ impl Gateway {
                             a.schema() != b.schema()
                                 || a.manifest.description != b.manifest.description
                         });
+                let authenticator = match authenticator_for(&policy, &self.config) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        let mut status = self.lock_status();
+                        status.reloads_failed += 1;
+                        status.last_reload_error = Some(vec![e.clone()]);
+                        self.metrics.record_reload(false);
+                        tracing::warn!(error = %e, "reload rejected; the last good policy stays active");
+                        return ReloadOutcome::Rejected(Diagnostics(Vec::new()));
+                    }
+                };
                 let version = policy.version.clone();
                 let files = policy.files.clone();
                 let active = policy.tools.active.clone();
@@ -287,6 +359,7 @@ impl Gateway {
                     self.metrics.record_reload(false);
                     return ReloadOutcome::Rejected(Diagnostics(Vec::new()));
                 }
+                self.auth.store(authenticator);
                 {
                     let mut status = self.lock_status();
                     status.version = version.clone();

@@ -39,9 +39,18 @@ pub enum ServeError {
 }
 
 /// Runs `serve` to the end: until stdin closes (stdio) or SIGINT/SIGTERM.
-pub fn run(options: ServeOptions) -> Result<(), ServeError> {
+pub fn run(mut options: ServeOptions) -> Result<(), ServeError> {
     if let Transport::Http(http) = &options.transport {
         super::http::check_bind(http).map_err(ServeError::Config)?;
+        if http.allow_remote && http.insecure_no_auth {
+            eprintln!(
+                "toolgate: WARNING: --insecure-no-auth: serving other hosts without requiring \
+                 authentication. Anyone who can reach {} can call every tool.",
+                http.addr
+            );
+        } else if http.allow_remote {
+            options.gateway.require_auth = true;
+        }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

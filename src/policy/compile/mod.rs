@@ -6,6 +6,7 @@
 //! decisions take the strictest layer's value, limits take the smallest, and
 //! each layer's `roots` must all contain a path.
 
+mod auth;
 mod exec;
 mod limits;
 mod manifests;
@@ -64,9 +65,11 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         enforce_audit: options.enforce_audit,
         origins: BTreeMap::new(),
         pending_prefixes: upstream.pending_prefixes,
+        profiles: BTreeMap::new(),
     };
     c.audit_layers(&loaded.layers);
     let active = c.active_set(&loaded.layers, options);
+    let (auth, auth_sources) = auth::compile(&loaded.layers, &c.profiles, &mut c.diags);
     let paths = c.paths(&loaded.layers);
     let commands = c.commands(&loaded.layers);
     let rules = c.rules(&loaded.layers);
@@ -85,6 +88,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         mut tools,
         warnings,
         origins,
+        profiles,
         ..
     } = c;
     // A redactor is missing only when its rules failed, which was reported.
@@ -92,8 +96,15 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         return Err(diags);
     };
     tools.active = active;
+    tools.profiles = profiles;
+    let hashed: Vec<String> = redaction
+        .sources
+        .iter()
+        .chain(&auth_sources)
+        .cloned()
+        .collect();
     Ok(Policy {
-        version: version_hash(loaded, &redaction.sources, options),
+        version: version_hash(loaded, &hashed, options),
         files: loaded
             .file_names()
             .into_iter()
@@ -110,6 +121,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         limits,
         warnings: Diagnostics(redaction.warnings.into_iter().chain(warnings).collect()),
         origins,
+        auth: auth.map(std::sync::Arc::new),
     })
 }
 
@@ -172,6 +184,8 @@ struct Compiler {
     origins: BTreeMap<String, RuleOrigin>,
     /// Prefixes of upstream servers whose tools are not listed yet.
     pending_prefixes: Vec<String>,
+    /// Every layer's `tools.profiles`, checked.
+    profiles: BTreeMap<String, Vec<String>>,
 }
 
 impl Compiler {
@@ -361,6 +375,7 @@ impl Compiler {
                 profiles.insert(name.clone(), checked);
             }
         }
+        self.profiles = profiles.clone();
         if let Some(p) = &options.profile {
             return match profiles.get(p) {
                 Some(list) => list.clone(),
@@ -627,6 +642,15 @@ impl Compiler {
                     );
                 }
                 self.origin(&spec.id, layer, &at);
+                let identities = match &spec.identities {
+                    None => None,
+                    Some(globs) => {
+                        match self.identity_globs(layer, globs, &format!("{at}.identities")) {
+                            Some(set) => Some(set),
+                            None => continue, // reported
+                        }
+                    }
+                };
                 // Which tools: the named ones, or every tool that has the arguments.
                 let named = spec
                     .tools
@@ -704,6 +728,7 @@ impl Compiler {
                 }
                 out.rules.push(Rule {
                     id: spec.id.clone(),
+                    identities,
                     tools,
                     cond,
                     decision: spec.decision,
@@ -714,6 +739,52 @@ impl Compiler {
             }
         }
         out
+    }
+
+    /// `rules[].identities`: globs over identity names (`*` matches any
+    /// characters). `None` when one is invalid (reported).
+    fn identity_globs(
+        &mut self,
+        layer: &PolicyLayer,
+        globs: &[String],
+        at: &str,
+    ) -> Option<globset::GlobSet> {
+        if globs.is_empty() {
+            self.err(layer, at, "`identities` is empty, so the rule would apply to nobody", "list identities (token ids or JWT identities, globs allowed), or remove `identities` to apply the rule to every caller");
+            return None;
+        }
+        let mut set = globset::GlobSetBuilder::new();
+        for (i, g) in globs.iter().enumerate() {
+            match globset::GlobBuilder::new(g)
+                .literal_separator(false)
+                .build()
+            {
+                Ok(glob) => {
+                    set.add(glob);
+                }
+                Err(e) => {
+                    self.err(
+                        layer,
+                        &format!("{at}.{i}"),
+                        format!("invalid identity glob `{g}`: {e}"),
+                        "write an identity such as `ci-bot`, or a glob such as `ci-*`",
+                    );
+                    return None;
+                }
+            }
+        }
+        match set.build() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                self.err(
+                    layer,
+                    at,
+                    format!("invalid identity globs: {e}"),
+                    "simplify the globs",
+                );
+                None
+            }
+        }
     }
 
     fn terminate(&mut self, layers: &[PolicyLayer]) -> Vec<String> {
