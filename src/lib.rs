@@ -18,6 +18,7 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
+pub mod confine;
 mod error;
 pub mod executor;
 #[cfg(feature = "hooks")]

@@ -13,6 +13,7 @@ mod eval;
 mod hook;
 mod input;
 mod redact;
+mod sandbox;
 mod schema;
 mod serve;
 mod test;
@@ -154,6 +155,18 @@ enum Command {
         command: hook::HookCommand,
     },
     /// Print the JSON Schema of a file format, for editors.
+    /// Run a command confined by the policy's sandbox (`sandbox:` and
+    /// `paths:`); exits with the command's status.
+    Sandbox {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The workspace the policy's roots and globs are relative to.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<std::ffi::OsString>,
+    },
     Schema {
         /// Which format.
         #[arg(value_enum)]
@@ -256,6 +269,11 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
         }),
         Command::Redact { policies } => redact::run(policies),
         Command::Hook { command } => Ok(hook::run(command)),
+        Command::Sandbox {
+            config,
+            workspace,
+            command,
+        } => sandbox::run(&config, &workspace, &command),
         Command::Schema { kind } => schema::run(kind),
     }
 }

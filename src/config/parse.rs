@@ -151,6 +151,9 @@ pub fn policy_value(
                 section(file, &map, "terminate", value, &mut diags).map(|v| policy.terminate = v)
             }
             "limits" => section(file, &map, "limits", value, &mut diags).map(|v| policy.limits = v),
+            "sandbox" => {
+                section(file, &map, "sandbox", value, &mut diags).map(|v| policy.sandbox = v)
+            }
             "rules" => {
                 rule_list(file, &map, "rules", value, &mut diags, &mut policy.rules);
                 Some(())

@@ -59,6 +59,7 @@ pub fn standalone_context(
         .into_iter()
         .flatten()
         .collect();
+    let confine = policy.sandbox_plan(&workspace).map(Arc::new);
     Ok(tools::ToolContext {
         call_id: String::new(),
         sandbox: Arc::new(Sandbox::new(workspace, &roots)?),
@@ -67,6 +68,7 @@ pub fn standalone_context(
         cancel: CancellationToken::new(),
         progress: tools::Progress::none(),
         mutations: Arc::new(MutationQueues::default()),
+        confine,
     })
 }
 pub use coerce::coerce;
@@ -144,6 +146,8 @@ pub struct Snapshot {
     /// still running under the old policy are not counted against the new
     /// one's limit.
     permits: Arc<Semaphore>,
+    /// The policy's confinement for commands in this workspace.
+    confine: Option<Arc<crate::confine::Plan>>,
 }
 
 impl Snapshot {
@@ -161,6 +165,7 @@ impl Snapshot {
         let sandbox = Sandbox::new(workspace.clone(), &roots)
             .map(Arc::new)
             .map_err(Arc::new);
+        let policy_confine = policy.sandbox_plan(workspace).map(Arc::new);
         let mut runnable = HashMap::new();
         for info in policy.tools.tools.values() {
             let implementation = overrides
@@ -187,6 +192,7 @@ impl Snapshot {
             workspace: workspace.clone(),
             sandbox,
             permits,
+            confine: policy_confine,
         }
     }
 

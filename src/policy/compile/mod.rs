@@ -11,6 +11,7 @@ mod limits;
 mod manifests;
 mod redact;
 mod results;
+mod sandbox;
 
 use limits::compile_limits;
 use manifests::compile_tools;
@@ -52,6 +53,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
     let redaction = redact::compile(&loaded.layers, &mut c.diags);
     let terminate_tools = c.terminate(&loaded.layers);
     let limits = compile_limits(&loaded.layers, &mut c.diags);
+    let sandbox = sandbox::compile_sandbox(&loaded.layers, &mut c.diags);
     let unknown_tools = loaded
         .layers
         .iter()
@@ -80,6 +82,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         terminate_tools,
         redactor,
         limits,
+        sandbox,
         warnings: Diagnostics(redaction.warnings),
     })
 }
