@@ -31,7 +31,7 @@ pub fn run(config: &ConfigArgs, workspace: &Path, argv: &[OsString]) -> Result<E
     let plan = policy.sandbox_plan_always(&ws);
     let prepared = Arc::new(
         plan.prepare()
-            .map_err(|e| CliError::usage(format!("toolgate sandbox: {e}")))?,
+            .map_err(|e| CliError::usage(format!("sandbox: {e}")))?,
     );
     let mut command = std::process::Command::new(program);
     command.args(args);

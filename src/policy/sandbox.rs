@@ -44,6 +44,12 @@ impl crate::Policy {
         &self.sandbox
     }
 
+    /// True when neither `paths.deny` nor `paths.read_only` has a glob, so a
+    /// confined command needs no mount namespace.
+    pub fn paths_deny_is_empty_for_sandbox(&self) -> bool {
+        self.paths.deny.is_empty() && self.paths.read_only.is_empty()
+    }
+
     /// What a confined command may do in `ws`; `None` when the sandbox is
     /// not enabled. A root lies inside every layer's root set (the roots of
     /// the first set that every other set contains).
