@@ -33,6 +33,12 @@ pub fn run(config: &ConfigArgs, workspace: &Path, argv: &[OsString]) -> Result<E
         plan.prepare()
             .map_err(|e| CliError::usage(format!("sandbox: {e}")))?,
     );
+    if !prepared.not_enforced().is_empty() {
+        eprintln!(
+            "toolgate sandbox: running with less confinement than the policy asks: {}",
+            prepared.not_enforced().join("; ")
+        );
+    }
     let mut command = std::process::Command::new(program);
     command.args(args);
     prepared.attach(&mut command);

@@ -67,6 +67,7 @@ pub struct Prepared {
     covers: Option<mounts::Covers>,
     strings: mounts::MountStrings,
     tmp: tempfile::TempDir,
+    gaps: Vec<String>,
 }
 
 static WARN_ONCE: Once = Once::new();
@@ -148,11 +149,18 @@ impl Plan {
             covers,
             strings: mounts::MountStrings::default(),
             tmp,
+            gaps,
         })
     }
 }
 
 impl Prepared {
+    /// What the kernel does not enforce of the plan (only ever non-empty
+    /// when the plan is not `required`).
+    pub fn not_enforced(&self) -> &[String] {
+        &self.gaps
+    }
+
     /// The private temporary directory (the command's `TMPDIR`).
     pub fn tmpdir(&self) -> &Path {
         self.tmp.path()
