@@ -395,3 +395,25 @@ fn exec_tools_run_confined_too() {
     assert!(r.is_err(), "{}", text(&r));
     assert!(!s.outside("exec").exists());
 }
+
+#[test]
+fn the_policy_schema_describes_sandbox() {
+    let o = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["schema", "policy"])
+        .output()
+        .unwrap();
+    let schema: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(schema["properties"]["sandbox"].is_object(), "{schema}");
+    let section = &schema["$defs"]["SandboxSection"]["properties"];
+    for key in ["enabled", "network", "read", "write", "required"] {
+        assert!(section[key].is_object(), "sandbox.{key} missing: {section}");
+    }
+    assert_eq!(
+        schema["$defs"]["SandboxNetwork"]["oneOf"]
+            .as_array()
+            .map(|a| a.len()),
+        Some(2),
+        "{}",
+        schema["$defs"]["SandboxNetwork"]
+    );
+}
