@@ -29,6 +29,13 @@ impl Support {
         }
     }
 
+    /// [`Support::probe`], asked once per process (what the kernel supports
+    /// does not change while toolgate runs).
+    pub fn cached() -> Support {
+        static SUPPORT: std::sync::OnceLock<Support> = std::sync::OnceLock::new();
+        *SUPPORT.get_or_init(Support::probe)
+    }
+
     /// One line per feature, for `toolgate check`.
     pub fn describe(&self) -> Vec<String> {
         vec![

@@ -28,7 +28,7 @@ mod system;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Once, OnceLock};
 
 pub use crate::config::policy_file::SandboxNetwork as Network;
 use crate::workspace::{GlobList, Workspace};
@@ -63,7 +63,7 @@ pub struct Plan {
 #[derive(Debug)]
 pub struct Prepared {
     landlock: Option<OwnedFd>,
-    filter: Option<seccomp::NetworkFilter>,
+    filter: Option<Arc<seccomp::NetworkFilter>>,
     covers: Option<mounts::Covers>,
     strings: mounts::MountStrings,
     tmp: tempfile::TempDir,
@@ -71,6 +71,14 @@ pub struct Prepared {
 }
 
 static WARN_ONCE: Once = Once::new();
+
+/// The seccomp program is the same for every command: built once.
+fn network_filter() -> Result<Arc<seccomp::NetworkFilter>, String> {
+    static FILTER: OnceLock<Result<Arc<seccomp::NetworkFilter>, String>> = OnceLock::new();
+    FILTER
+        .get_or_init(|| seccomp::NetworkFilter::build().map(Arc::new))
+        .clone()
+}
 
 impl Plan {
     /// What the kernel will not enforce of this plan, given `support` and
@@ -107,7 +115,7 @@ impl Plan {
     /// `required` and the kernel lacks something it needs; otherwise what
     /// cannot be enforced is warned about once (on stderr) and left out.
     pub fn prepare(&self) -> Result<Prepared, String> {
-        let support = Support::probe();
+        let support = Support::cached();
         let covers = mounts::find(&self.workspace, &self.roots, &self.deny, &self.read_only)?;
         let gaps = self.gaps(&support, !covers.is_empty());
         if !gaps.is_empty() {
@@ -139,7 +147,7 @@ impl Plan {
             );
         }
         let filter = match (self.network, support.seccomp) {
-            (Network::Deny, true) => Some(seccomp::NetworkFilter::build()?),
+            (Network::Deny, true) => Some(network_filter()?),
             _ => None,
         };
         let covers = (support.mount_namespace && !covers.is_empty()).then_some(covers);
