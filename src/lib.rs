@@ -20,6 +20,7 @@ pub mod bridge;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
+pub mod confine;
 mod error;
 pub mod executor;
 #[cfg(feature = "hooks")]

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use super::{CliError, ConfigArgs, Format};
 use crate::config;
+use crate::confine::{Network, Support, SYSTEM_READ, SYSTEM_WRITE};
 use crate::{compile, CompileOptions};
 
 /// Runs `check`: 0 clean, 1 errors.
@@ -35,6 +36,9 @@ pub fn run(config: &ConfigArgs, format: Format) -> Result<ExitCode, CliError> {
     match (&result, format) {
         (Ok(p), Format::Human | Format::Github) => {
             writeln!(out, "ok: policy {}", p.summary())?;
+            if p.sandbox_settings().enabled {
+                write!(out, "{}", sandbox_report(p))?;
+            }
         }
         (Err(d), Format::Human) => {
             write!(out, "{}", d.to_human())?;
@@ -49,7 +53,11 @@ pub fn run(config: &ConfigArgs, format: Format) -> Result<ExitCode, CliError> {
         (_, Format::Json) => {
             let json = match &result {
                 Ok(p) => {
-                    serde_json::json!({"ok": true, "version": p.version(), "files": p.files(), "active_tools": p.active_tools(), "errors": [], "warnings": warnings.0})
+                    let mut json = serde_json::json!({"ok": true, "version": p.version(), "files": p.files(), "active_tools": p.active_tools(), "errors": [], "warnings": warnings.0});
+                    if p.sandbox_settings().enabled {
+                        json["sandbox"] = sandbox_json(p);
+                    }
+                    json
                 }
                 Err(d) => serde_json::json!({"ok": false, "errors": d.0}),
             };
@@ -64,5 +72,62 @@ pub fn run(config: &ConfigArgs, format: Format) -> Result<ExitCode, CliError> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+/// What the kernel enforces of the policy's `sandbox:` here, in lines.
+fn sandbox_report(p: &crate::Policy) -> String {
+    let s = p.sandbox_settings();
+    let support = Support::probe();
+    let mut text = format!(
+        "sandbox: enabled, network {}, required {}\n",
+        if s.network == Network::Deny {
+            "deny"
+        } else {
+            "allow"
+        },
+        s.required
+    );
+    for line in support.describe() {
+        text.push_str(&format!("  kernel: {line}\n"));
+    }
+    text.push_str(&format!(
+        "  always readable: {}\n  always writable: {}, and a private TMPDIR\n",
+        SYSTEM_READ.join(" "),
+        SYSTEM_WRITE.join(" ")
+    ));
+    let gaps = not_enforced(p, &support);
+    if gaps.is_empty() {
+        text.push_str("  enforced: everything the policy asks\n");
+    }
+    for gap in gaps {
+        let what = if s.required {
+            "calls fail"
+        } else {
+            "not enforced"
+        };
+        text.push_str(&format!("  {what}: {gap}\n"));
+    }
+    text
+}
+
+fn not_enforced(p: &crate::Policy, support: &Support) -> Vec<String> {
+    let ws = crate::Workspace::new(".");
+    let covers = !p.paths_deny_is_empty_for_sandbox();
+    match ws {
+        Ok(ws) => p.sandbox_plan_always(&ws).gaps(support, covers),
+        Err(e) => vec![format!("the current directory cannot be opened: {e}")],
+    }
+}
+
+fn sandbox_json(p: &crate::Policy) -> serde_json::Value {
+    let support = Support::probe();
+    serde_json::json!({
+        "landlock_abi": support.landlock_abi,
+        "seccomp": support.seccomp,
+        "mount_namespace": support.mount_namespace,
+        "system_read": SYSTEM_READ,
+        "system_write": SYSTEM_WRITE,
+        "not_enforced": not_enforced(p, &support),
     })
 }

@@ -18,6 +18,7 @@ mod input;
 mod pin;
 mod redact;
 mod replay;
+mod sandbox;
 mod schema;
 mod serve;
 mod test;
@@ -246,6 +247,18 @@ enum Command {
         command: auth::AuthCommand,
     },
     /// Print the JSON Schema of a file format, for editors.
+    /// Run a command confined by the policy's sandbox (`sandbox:` and
+    /// `paths:`); exits with the command's status.
+    Sandbox {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The workspace the policy's roots and globs are relative to.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<std::ffi::OsString>,
+    },
     Schema {
         /// Which format.
         #[arg(value_enum)]
@@ -399,6 +412,11 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Redact { policies } => redact::run(policies),
         Command::Hook { command } => Ok(hook::run(command)),
         Command::Auth { command } => auth::run(command),
+        Command::Sandbox {
+            config,
+            workspace,
+            command,
+        } => sandbox::run(&config, &workspace, &command),
         Command::Schema { kind } => schema::run(kind),
     }
 }

@@ -203,6 +203,26 @@ pub fn load_text(
     }
 }
 
+impl ConfigPaths {
+    /// The same files named so that they are found from any directory:
+    /// given paths made absolute, and the `./policies` and `./tool-manifests`
+    /// the current directory would provide made explicit (a command that
+    /// runs elsewhere, such as `toolgate sandbox` started by a hook, must load
+    /// what the hook loaded).
+    pub fn absolute(&self) -> ConfigPaths {
+        let explicit = |given: &Option<PathBuf>, default: &str| {
+            given
+                .clone()
+                .or_else(|| Path::new(default).is_dir().then(|| PathBuf::from(default)))
+                .map(|p| std::path::absolute(&p).unwrap_or(p))
+        };
+        ConfigPaths {
+            policies: explicit(&self.policies, "policies"),
+            manifests: explicit(&self.manifests, "tool-manifests"),
+        }
+    }
+}
+
 /// Like [`load`], but also returns what did load next to the problems, so
 /// `toolgate check` can go on to compile it and report the compile errors too.
 pub fn load_all(paths: &ConfigPaths) -> (Loaded, Diagnostics) {

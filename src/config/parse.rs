@@ -153,6 +153,9 @@ pub fn policy_value(
             }
             "limits" => section(file, &map, "limits", value, &mut diags).map(|v| policy.limits = v),
             "auth" => section(file, &map, "auth", value, &mut diags).map(|v| policy.auth = v),
+            "sandbox" => {
+                section(file, &map, "sandbox", value, &mut diags).map(|v| policy.sandbox = v)
+            }
             "rules" => {
                 rule_list(file, &map, "rules", value, &mut diags, &mut policy.rules);
                 Some(())

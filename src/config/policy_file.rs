@@ -110,6 +110,9 @@ pub struct PolicyFile {
     /// profile each identity gets.
     #[serde(default)]
     pub auth: Option<super::auth_file::AuthSection>,
+    /// Kernel confinement of what bash and exec tools run.
+    #[serde(default)]
+    pub sandbox: Option<SandboxSection>,
 }
 
 /// The top-level keys of a policy file, for "did you mean" hints.
@@ -126,6 +129,7 @@ pub const POLICY_FIELDS: &[&str] = &[
     "terminate",
     "limits",
     "auth",
+    "sandbox",
 ];
 
 /// `tools:` — the active-tool set and named profiles.
@@ -501,6 +505,45 @@ pub struct LimitsSection {
     /// Tool calls executing at once (default 16); more wait their turn.
     #[serde(default)]
     pub max_concurrent_calls: Option<u32>,
+}
+
+/// `sandbox:` — what a command that bash or an exec tool runs may touch,
+/// enforced by the kernel (Landlock, a mount namespace, seccomp). The
+/// writable tree is `paths.roots`; `paths.read_only` and `paths.deny` apply
+/// inside it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// bash and exec tools run confined (default false).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// `deny` (default) blocks every socket but Unix sockets; `allow`
+    /// leaves the network alone.
+    #[serde(default)]
+    pub network: Option<SandboxNetwork>,
+    /// Extra read-only paths outside the roots (absolute, `~/…`, or
+    /// workspace-relative). The system directories programs need are built in
+    /// and listed by `toolgate check`.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Extra writable paths outside the roots. A private temporary directory
+    /// is always given, as `TMPDIR`.
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// true (default): without the kernel support the policy needs, calls
+    /// fail with an error; false: warn once and run with what is supported.
+    #[serde(default)]
+    pub required: Option<bool>,
+}
+
+/// `sandbox.network`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxNetwork {
+    /// Only Unix sockets can be created.
+    Deny,
+    /// Any socket.
+    Allow,
 }
 
 /// Parses `120s`, `2m`, `500ms`, `1h`, or a plain number of seconds.

@@ -60,6 +60,7 @@ pub fn standalone_context(
         .into_iter()
         .flatten()
         .collect();
+    let confine = policy.sandbox_plan(&workspace).map(Arc::new);
     Ok(tools::ToolContext {
         call_id: String::new(),
         sandbox: Arc::new(Sandbox::new(workspace, &roots)?),
@@ -68,6 +69,7 @@ pub fn standalone_context(
         cancel: CancellationToken::new(),
         progress: tools::Progress::none(),
         mutations: Arc::new(MutationQueues::default()),
+        confine,
     })
 }
 pub use coerce::coerce;
@@ -148,6 +150,8 @@ pub struct Snapshot {
     /// still running under the old policy are not counted against the new
     /// one's limit.
     permits: Arc<Semaphore>,
+    /// The policy's confinement for commands in this workspace.
+    confine: Option<Arc<crate::confine::Plan>>,
 }
 
 impl Snapshot {
@@ -166,6 +170,7 @@ impl Snapshot {
         let sandbox = Sandbox::new(workspace.clone(), &roots)
             .map(Arc::new)
             .map_err(Arc::new);
+        let policy_confine = policy.sandbox_plan(workspace).map(Arc::new);
         let mut runnable = HashMap::new();
         for info in policy.tools.tools.values() {
             let implementation = overrides
@@ -192,6 +197,7 @@ impl Snapshot {
             workspace: workspace.clone(),
             sandbox,
             permits,
+            confine: policy_confine,
         }
     }
 

@@ -250,6 +250,7 @@ pub async fn execute(
         cancel: options.cancel.child_token(),
         progress,
         mutations: mutations.clone(),
+        confine: snapshot.confine.clone(),
     };
     // At most `limits.max_concurrent_calls` tools run at once; the rest wait
     // here, and a call cancelled while it waits never runs.

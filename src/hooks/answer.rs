@@ -77,6 +77,31 @@ fn workspace(args: &HookOptions, payload: &Payload) -> Result<Workspace, String>
 }
 
 fn before(agent: Agent, args: &HookOptions, policy: &Policy, payload: &Payload) -> Answer {
+    let answer = decide_before(agent, args, policy, payload);
+    let Answer::Decide { decision, reason } = &answer else {
+        return answer;
+    };
+    if *decision == crate::Decision::Deny || !policy.sandbox_settings().enabled {
+        return answer;
+    }
+    let ws = match workspace(args, payload) {
+        Ok(ws) => ws,
+        Err(reason) => return Answer::refuse(Event::Before, reason),
+    };
+    let empty = Map::new();
+    let input = payload.tool_input.as_ref().unwrap_or(&empty);
+    match super::confine::rewrite(agent, args, ws.root(), &payload.tool_name, input) {
+        Ok(Some(input)) => Answer::Confine {
+            decision: *decision,
+            reason: reason.clone(),
+            input,
+        },
+        Ok(None) => answer,
+        Err(reason) => Answer::refuse(Event::Before, reason),
+    }
+}
+
+fn decide_before(agent: Agent, args: &HookOptions, policy: &Policy, payload: &Payload) -> Answer {
     let refuse = |reason: String| Answer::refuse(Event::Before, reason);
     let ws = match workspace(args, payload) {
         Ok(ws) => ws,

@@ -1,7 +1,8 @@
 //! Claude Code's hook output.
 //!
 //! PreToolUse: `hookSpecificOutput.permissionDecision` allow | ask | deny with
-//! `permissionDecisionReason`. PostToolUse: top-level `decision: "block"` and
+//! `permissionDecisionReason`, and `updatedInput` when the sandbox wraps a
+//! `Bash` command. PostToolUse: top-level `decision: "block"` and
 //! `reason`, the redacted output as `hookSpecificOutput.additionalContext`
 //! (a block cannot undo the tool; it tells the model what happened); a
 //! result rule's note alone is just the `additionalContext`, and its
@@ -19,6 +20,18 @@ pub(super) fn render(answer: &Answer, event: Event) -> Reply {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": decision.as_str(),
                 "permissionDecisionReason": reason,
+            }
+        })),
+        Answer::Confine {
+            decision,
+            reason,
+            input,
+        } => Reply::json(&json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": decision.as_str(),
+                "permissionDecisionReason": reason,
+                "updatedInput": input,
             }
         })),
         Answer::Block { .. } | Answer::Note { .. } => {

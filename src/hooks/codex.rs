@@ -35,6 +35,28 @@ pub(super) fn render(answer: &Answer, event: Event, payload: Option<&Payload>) -
             }
             _ => Reply::silent(),
         },
+        // Allowed and confined: the rewritten input is the `updatedInput`.
+        Answer::Confine {
+            decision: Decision::Allow,
+            input,
+            ..
+        } => Reply::json(&json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "updatedInput": input,
+            }
+        })),
+        Answer::Confine {
+            decision, reason, ..
+        } => render(
+            &Answer::Decide {
+                decision: *decision,
+                reason: reason.clone(),
+            },
+            event,
+            payload,
+        ),
         Answer::Decide { decision, reason } => {
             let reason = if *decision == Decision::Ask {
                 let stop = if reason.ends_with(['.', '!', '?']) {

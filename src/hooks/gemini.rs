@@ -1,6 +1,8 @@
 //! Gemini CLI's hook output.
 //!
-//! BeforeTool: top-level `decision` allow | ask | deny with `reason`.
+//! BeforeTool: top-level `decision` allow | ask | deny with `reason`; when
+//! the sandbox wraps a shell command, `hookSpecificOutput.tool_input` holds
+//! the new `command` (Gemini CLI merges it into the arguments).
 //! AfterTool: `decision: "deny"` hides the real output from the model and
 //! puts `reason` in its place; the redacted output follows as
 //! `hookSpecificOutput.additionalContext`. A result rule's note alone is
@@ -22,6 +24,15 @@ pub(super) fn render(answer: &Answer, event: Event) -> Reply {
         Answer::Decide { decision, reason } => Reply::json(&json!({
             "decision": decision.as_str(),
             "reason": reason,
+        })),
+        Answer::Confine {
+            decision,
+            reason,
+            input,
+        } => Reply::json(&json!({
+            "decision": decision.as_str(),
+            "reason": reason,
+            "hookSpecificOutput": { "tool_input": input },
         })),
         Answer::Block { .. } | Answer::Note { .. } => {
             let name = match event {

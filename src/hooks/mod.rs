@@ -21,6 +21,7 @@ mod after;
 mod answer;
 mod claude;
 mod codex;
+mod confine;
 mod gemini;
 pub mod install;
 mod patch;
@@ -143,6 +144,16 @@ pub enum Answer {
         decision: Decision,
         /// Why, naming the rule.
         reason: String,
+    },
+    /// A before-event decision (allow or ask) whose shell command the CLI
+    /// must run as rewritten: under `toolgate sandbox` (`sandbox.enabled`).
+    Confine {
+        /// allow or ask.
+        decision: Decision,
+        /// Why, naming the rule.
+        reason: String,
+        /// The tool input to run instead of the CLI's.
+        input: Map<String, Value>,
     },
     /// Nothing to say: the CLI goes on as if there were no hook.
     Silent,

@@ -12,6 +12,7 @@
 //! - [`results`]: after-rules on what a call returned;
 //! - [`redact`]: secret redaction of output;
 //! - [`limits`]: what one call, command or batch may cost;
+//! - [`sandbox`]: kernel confinement of the commands tools run;
 //! - [`decide`]: combining all of the above into one verdict.
 
 pub mod auth;
@@ -25,6 +26,7 @@ pub mod paths;
 pub mod redact;
 pub mod results;
 pub mod rules;
+pub mod sandbox;
 pub mod shell;
 pub mod tools;
 
@@ -67,6 +69,8 @@ pub struct Policy {
     pub(crate) redactor: LazyRedactor,
     /// Time, output and input limits.
     pub(crate) limits: Limits,
+    /// `sandbox:`: kernel confinement of commands.
+    pub(crate) sandbox: sandbox::SandboxSettings,
     /// Problems that did not stop the load (gitleaks rules that cannot run
     /// here, config parts that do not apply), for `toolgate check`.
     pub(crate) warnings: crate::config::Diagnostics,

@@ -31,6 +31,7 @@ impl Tool for Bash {
                 env: Environment::Inherit,
                 timeout,
                 merge_stderr: true,
+                confine: ctx.confine.clone(),
             };
             run_for_text(ctx, &spec, &label, "toolgate-bash").await
         })

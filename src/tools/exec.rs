@@ -136,6 +136,7 @@ impl ExecTool {
             env: self.environment(),
             timeout: ctx.limits.timeout,
             merge_stderr: self.output == ExecOutput::Text,
+            confine: ctx.confine.clone(),
         };
         let label = process::format_seconds(ctx.limits.timeout.as_secs_f64());
         match self.output {

@@ -218,6 +218,9 @@ pub struct ToolContext {
     pub progress: Progress,
     /// Per-file FIFO queues that serialize writes and edits of one file.
     pub mutations: Arc<MutationQueues>,
+    /// The policy's kernel confinement for the commands bash and exec tools
+    /// run (`sandbox:`); `None` when the sandbox is not enabled.
+    pub confine: Option<Arc<crate::confine::Plan>>,
 }
 
 /// A future returned by [`Tool::execute`].

@@ -17,6 +17,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
@@ -66,6 +67,8 @@ pub struct ProcessSpec {
     pub timeout: Duration,
     /// True: stderr goes into the stdout pipe. False: read separately.
     pub merge_stderr: bool,
+    /// Run confined by this plan (see [`crate::confine`]).
+    pub confine: Option<Arc<crate::confine::Plan>>,
 }
 
 /// How a run ended.
@@ -174,6 +177,27 @@ pub async fn run(
             });
         }
     }
+    // Prepared here, applied in the child between fork and exec; kept until
+    // the run ends (it owns the command's private TMPDIR).
+    let _confined = match &spec.confine {
+        Some(plan) => {
+            let prepared = Arc::new(plan.prepare().map_err(|e| {
+                ToolError::new(format!(
+                    "Failed to run {}: {e}",
+                    spec.program.to_string_lossy()
+                ))
+            })?);
+            command.env("TMPDIR", prepared.tmpdir());
+            let in_child = prepared.clone();
+            // SAFETY: `apply_in_child` only makes system calls on memory
+            // prepared before the fork (async-signal-safe).
+            unsafe {
+                command.pre_exec(move || in_child.apply_in_child());
+            }
+            Some(prepared)
+        }
+        None => None,
+    };
     let mut child = command.spawn().map_err(|e| {
         ToolError::new(format!(
             "Failed to run {}: {e}",
@@ -320,6 +344,7 @@ mod tests {
             env: Environment::Inherit,
             timeout,
             merge_stderr: true,
+            confine: None,
         }
     }
 

@@ -13,6 +13,7 @@ mod manifests;
 mod redact;
 mod results;
 mod servers;
+mod sandbox;
 
 use limits::compile_limits;
 use manifests::compile_tools;
@@ -77,6 +78,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
     let redaction = redact::compile(&loaded.layers, &mut c.diags);
     let terminate_tools = c.terminate(&loaded.layers);
     let limits = compile_limits(&loaded.layers, &mut c.diags);
+    let sandbox = sandbox::compile_sandbox(&loaded.layers, &mut c.diags);
     let unknown_tools = loaded
         .layers
         .iter()
@@ -119,6 +121,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         terminate_tools,
         redactor,
         limits,
+        sandbox,
         warnings: Diagnostics(redaction.warnings.into_iter().chain(warnings).collect()),
         origins,
         auth: auth.map(std::sync::Arc::new),

@@ -1,0 +1,213 @@
+//! Kernel confinement of the commands bash and exec tools run: what an
+//! allowed command does once it runs stays inside the policy.
+//!
+//! The policy compiles `sandbox:` and `paths:` into a [`Plan`] (resolved
+//! against the workspace); a tool hands it to [`crate::tools`]' process
+//! runner, which calls [`Plan::prepare`] before the fork — the Landlock
+//! ruleset, the path descriptors, the seccomp program, the list of mounts and
+//! a private temporary directory are all made there — and
+//! [`Prepared::apply_in_child`] between fork and exec, which only makes
+//! system calls. Nothing is ever applied to toolgate itself, and everything
+//! the command starts inherits the confinement.
+//!
+//! - **Landlock** ([`rules`]): the roots, `sandbox.write` and the temporary
+//!   directory are writable; the built-in system list ([`SYSTEM_READ`]) and
+//!   `sandbox.read` are readable and executable; everything else can be
+//!   neither read nor written.
+//! - **A mount namespace** ([`mounts`]): existing `paths.read_only` matches
+//!   inside the roots become read-only, existing `paths.deny` matches are
+//!   covered.
+//! - **seccomp** ([`seccomp`]): with `network: deny`, only Unix sockets.
+
+mod kernel;
+pub mod mounts;
+mod rules;
+mod seccomp;
+mod system;
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Once, OnceLock};
+
+pub use crate::config::policy_file::SandboxNetwork as Network;
+use crate::workspace::{GlobList, Workspace};
+pub use kernel::{Support, NO_LANDLOCK_ENV};
+pub use system::{SYSTEM_READ, SYSTEM_WRITE};
+
+use rules::Grant;
+
+/// What a confined command may do, resolved against one workspace.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The workspace (deny and read-only globs are relative to it).
+    pub workspace: Workspace,
+    /// The policy's roots, absolute: readable and writable.
+    pub roots: Vec<PathBuf>,
+    /// `sandbox.read`, absolute.
+    pub read: Vec<PathBuf>,
+    /// `sandbox.write`, absolute.
+    pub write: Vec<PathBuf>,
+    /// `paths.deny`.
+    pub deny: Arc<GlobList>,
+    /// `paths.read_only`.
+    pub read_only: GlobList,
+    /// `sandbox.network`.
+    pub network: Network,
+    /// `sandbox.required`.
+    pub required: bool,
+}
+
+/// A plan made ready for one command: everything the child needs, built in
+/// the parent.
+#[derive(Debug)]
+pub struct Prepared {
+    landlock: Option<OwnedFd>,
+    filter: Option<Arc<seccomp::NetworkFilter>>,
+    covers: Option<mounts::Covers>,
+    strings: mounts::MountStrings,
+    tmp: tempfile::TempDir,
+    gaps: Vec<String>,
+}
+
+static WARN_ONCE: Once = Once::new();
+
+/// The seccomp program is the same for every command: built once.
+fn network_filter() -> Result<Arc<seccomp::NetworkFilter>, String> {
+    static FILTER: OnceLock<Result<Arc<seccomp::NetworkFilter>, String>> = OnceLock::new();
+    FILTER
+        .get_or_init(|| seccomp::NetworkFilter::build().map(Arc::new))
+        .clone()
+}
+
+impl Plan {
+    /// What the kernel will not enforce of this plan, given `support` and
+    /// whether existing matches need covering (`covers`).
+    pub fn gaps(&self, support: &Support, covers: bool) -> Vec<String> {
+        let mut gaps = Vec::new();
+        if support.landlock_abi.is_none() {
+            gaps.push(
+                "Landlock is not available: files outside the roots are not protected".to_string(),
+            );
+        }
+        if self.network == Network::Deny && !support.seccomp {
+            gaps.push("seccomp is not available: `network: deny` is not enforced".to_string());
+        }
+        if covers && !support.mount_namespace {
+            gaps.push("no mount namespace (toolgate lacks CAP_SYS_ADMIN): `paths.read_only` and `paths.deny` matches inside the roots are not protected".to_string());
+        }
+        gaps
+    }
+
+    /// Every path the Landlock ruleset grants, with its grant.
+    pub fn grants<'a>(&'a self, tmp: &'a Path) -> Vec<(&'a Path, Grant)> {
+        let mut out: Vec<(&Path, Grant)> = Vec::new();
+        out.extend(SYSTEM_READ.iter().map(|p| (Path::new(*p), Grant::Read)));
+        out.extend(SYSTEM_WRITE.iter().map(|p| (Path::new(*p), Grant::Write)));
+        out.extend(self.read.iter().map(|p| (p.as_path(), Grant::Read)));
+        out.extend(self.roots.iter().map(|p| (p.as_path(), Grant::Write)));
+        out.extend(self.write.iter().map(|p| (p.as_path(), Grant::Write)));
+        out.push((tmp, Grant::Write));
+        out
+    }
+
+    /// Builds everything for one command. Fails when the plan is
+    /// `required` and the kernel lacks something it needs; otherwise what
+    /// cannot be enforced is warned about once (on stderr) and left out.
+    pub fn prepare(&self) -> Result<Prepared, String> {
+        let support = Support::cached();
+        let covers = mounts::find(&self.workspace, &self.roots, &self.deny, &self.read_only)?;
+        let gaps = self.gaps(&support, !covers.is_empty());
+        if !gaps.is_empty() {
+            if self.required {
+                return Err(format!(
+                    "the sandbox cannot be enforced here ({}); `sandbox.required` is true, so nothing runs. Run `toolgate check` for what this kernel supports",
+                    gaps.join("; ")
+                ));
+            }
+            WARN_ONCE.call_once(|| {
+                tracing::warn!(
+                    "sandbox: running with less confinement than the policy asks: {}",
+                    gaps.join("; ")
+                );
+            });
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix("toolgate-sandbox-")
+            .tempdir()
+            .map_err(|e| format!("the sandbox's temporary directory cannot be made: {e}"))?;
+        let landlock = match support.landlock_abi {
+            Some(_) => rules::build(&self.grants(tmp.path()))?,
+            None => None,
+        };
+        if landlock.is_none() && self.required {
+            return Err(
+                "Landlock refused the ruleset; `sandbox.required` is true, so nothing runs"
+                    .to_string(),
+            );
+        }
+        let filter = match (self.network, support.seccomp) {
+            (Network::Deny, true) => Some(network_filter()?),
+            _ => None,
+        };
+        let covers = (support.mount_namespace && !covers.is_empty()).then_some(covers);
+        Ok(Prepared {
+            landlock,
+            filter,
+            covers,
+            strings: mounts::MountStrings::default(),
+            tmp,
+            gaps,
+        })
+    }
+}
+
+impl Prepared {
+    /// What the kernel does not enforce of the plan (only ever non-empty
+    /// when the plan is not `required`).
+    pub fn not_enforced(&self) -> &[String] {
+        &self.gaps
+    }
+
+    /// The private temporary directory (the command's `TMPDIR`).
+    pub fn tmpdir(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// Makes `command` run confined: its `TMPDIR` is the private temporary
+    /// directory and [`Prepared::apply_in_child`] runs between fork and exec.
+    /// Keep `self` alive until the command ends.
+    pub fn attach(self: &Arc<Self>, command: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        command.env("TMPDIR", self.tmpdir());
+        let in_child = self.clone();
+        // SAFETY: `apply_in_child` only makes system calls on memory
+        // prepared before the fork (async-signal-safe).
+        unsafe {
+            command.pre_exec(move || in_child.apply_in_child());
+        }
+    }
+
+    /// Confines the calling process: mounts, `no_new_privs`, Landlock,
+    /// seccomp, in that order (Landlock forbids mounting afterwards).
+    ///
+    /// Meant for a forked child before exec: it only makes system calls on
+    /// memory prepared before the fork, so it is async-signal-safe. Never
+    /// call it in toolgate's own process.
+    pub fn apply_in_child(&self) -> io::Result<()> {
+        if let Some(covers) = &self.covers {
+            covers.apply(&self.strings)?;
+        }
+        // SAFETY: prctl with integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if let Some(fd) = &self.landlock {
+            rules::restrict_self(fd)?;
+        }
+        if let Some(filter) = &self.filter {
+            filter.install()?;
+        }
+        Ok(())
+    }
+}

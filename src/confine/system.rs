@@ -1,0 +1,68 @@
+//! The built-in lists: what every confined command may read (and the few
+//! device files it may write) so that ordinary programs start and run.
+
+/// Directories and files every confined command may read and execute from.
+/// `/etc` is only the subset programs need (libraries, users, names,
+/// certificates, shells' start-up files), not `/etc/shadow` or keys.
+pub const SYSTEM_READ: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/hostname",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki",
+    "/etc/alternatives",
+    "/etc/bash.bashrc",
+    "/etc/profile",
+    "/etc/profile.d",
+    "/etc/environment",
+    "/etc/inputrc",
+    "/etc/terminfo",
+    "/etc/locale.alias",
+    "/etc/locale.conf",
+    "/etc/default/locale",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/gitconfig",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/mtab",
+    "/proc",
+    "/sys/devices/system/cpu",
+    "/sys/fs/cgroup",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// Device files and directories every confined command may also write:
+/// the null and terminal devices, shared memory.
+pub const SYSTEM_WRITE: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
