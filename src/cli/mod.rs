@@ -6,8 +6,8 @@
 //! `test` has failures, 2 for usage and configuration errors. Only requested
 //! output goes to stdout; errors go to stderr.
 
-mod bridge;
 mod auth;
+mod bridge;
 mod call;
 mod check;
 mod error;

@@ -171,7 +171,8 @@ mod tests {
         let mut verdict = crate::policy::Verdict::deny(None, "no");
         result.verdict = Some(verdict.clone());
         let line = |r: &ToolResult| -> Value {
-            serde_json::from_str(&decision_line(&policy, r, &json!({}), Duration::ZERO, None)).unwrap()
+            serde_json::from_str(&decision_line(&policy, r, &json!({}), Duration::ZERO, None))
+                .unwrap()
         };
         assert!(line(&result).get("audit").is_none());
         verdict.audit.push(crate::policy::AuditFinding {

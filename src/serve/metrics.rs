@@ -36,6 +36,9 @@ pub fn identity_label(identity: Option<&Identity>) -> String {
     }
 }
 
+/// An audit-findings counter's labels: source, tool, decision, rule.
+type AuditKey = (&'static str, String, String, String);
+
 /// The gateway's counters.
 #[derive(Default)]
 pub struct Metrics {
@@ -43,7 +46,7 @@ pub struct Metrics {
     /// or `eval`.
     decisions: Mutex<BTreeMap<DecisionKey, u64>>,
     /// The same labels for audit-only findings (`mode: audit`).
-    audit: Mutex<BTreeMap<(&'static str, String, String, String), u64>>,
+    audit: Mutex<BTreeMap<AuditKey, u64>>,
     /// (tool, result rule) -> count of results the rule applied to.
     result_rules: Mutex<BTreeMap<(String, String), u64>>,
     reloads_ok: AtomicU64,

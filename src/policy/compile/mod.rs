@@ -12,8 +12,8 @@ mod limits;
 mod manifests;
 mod redact;
 mod results;
-mod servers;
 mod sandbox;
+mod servers;
 
 use limits::compile_limits;
 use manifests::compile_tools;
