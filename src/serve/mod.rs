@@ -240,8 +240,15 @@ impl Gateway {
     /// The active tools in their fixed order, as `tools/list` shows them.
     /// Upstream tools withheld by their pin are left out.
     pub fn active_tools(&self) -> Vec<ToolInfo> {
+        self.active_tools_for(None)
+    }
+
+    /// The tools `identity` sees, as `tools/list` shows them: its profile's,
+    /// or the active set; upstream tools withheld by their pin left out.
+    pub fn active_tools_for(&self, identity: Option<&Identity>) -> Vec<ToolInfo> {
+        let profile = identity.and_then(|i| i.profile.as_deref());
         let policy = self.policy();
-        let tools = policy.tools.active_tools();
+        let tools = policy.tools.active_tools_for(profile);
         match &self.upstream {
             None => tools.cloned().collect(),
             Some(m) => tools
@@ -254,16 +261,6 @@ impl Gateway {
                 .cloned()
                 .collect(),
         }
-    }
-
-    /// The tools `identity` sees: its profile's, or the active set.
-    pub fn active_tools_for(&self, identity: Option<&Identity>) -> Vec<ToolInfo> {
-        let profile = identity.and_then(|i| i.profile.as_deref());
-        self.policy()
-            .tools
-            .active_tools_for(profile)
-            .cloned()
-            .collect()
     }
 
     /// Runs one call through the executor, then logs and counts it.
