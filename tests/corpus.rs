@@ -158,28 +158,34 @@ fn check_shell_case(
     (call, label)
 }
 
-#[test]
-fn shell_corpus() {
-    let text = std::fs::read_to_string(corpus_dir().join("shell.yaml")).unwrap();
+/// Runs every case of the shell-style corpus `file` (at least `min` of
+/// them) under `policy`, reporting every failure at once.
+fn run_shell_corpus(file: &str, policy: &Policy, min: usize) {
+    let text = std::fs::read_to_string(corpus_dir().join(file)).unwrap();
     let corpus: Corpus<ShellCase> = serde_yaml::from_str(&text).unwrap();
     assert!(
-        corpus.cases.len() >= 70,
-        "the shell corpus must keep at least 70 cases"
+        corpus.cases.len() >= min,
+        "{file} must keep at least {min} cases, has {}",
+        corpus.cases.len()
     );
-    let policy = policy();
     let fx = fixture();
     let ws = Workspace::new(fx.ws.path()).unwrap();
     let mut failures = Vec::new();
     for case in &corpus.cases {
-        check_shell_case(&policy, &ws, case, &mut failures);
+        check_shell_case(policy, &ws, case, &mut failures);
     }
     assert!(
         failures.is_empty(),
-        "{} of {} shell cases failed:\n  {}",
+        "{} of {} cases in {file} failed:\n  {}",
         failures.len(),
         corpus.cases.len(),
         failures.join("\n  ")
     );
+}
+
+#[test]
+fn shell_corpus() {
+    run_shell_corpus("shell.yaml", &policy(), 70);
 }
 
 /// Options and variables that make an allowed command run another program:
@@ -293,32 +299,13 @@ fn language_corpus() {
     // The policy's `commands.variables` reads toolgate's own environment.
     std::env::set_var("TOOLGATE_CORPUS_TMP", "/var/tmp/tg-corpus");
     std::env::remove_var("TOOLGATE_CORPUS_UNSET");
-    let text = std::fs::read_to_string(corpus_dir().join("language.yaml")).unwrap();
-    let corpus: Corpus<ShellCase> = serde_yaml::from_str(&text).unwrap();
-    assert!(
-        corpus.cases.len() >= 150,
-        "the language corpus must keep at least 150 cases, has {}",
-        corpus.cases.len()
-    );
     let paths = ConfigPaths {
         policies: Some(corpus_dir().join("language_policy.yaml")),
         manifests: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tool-manifests")),
     };
     let policy = load_policy(&paths, &CompileOptions::default())
         .unwrap_or_else(|d| panic!("the language policy must load:\n{d}"));
-    let fx = fixture();
-    let ws = Workspace::new(fx.ws.path()).unwrap();
-    let mut failures = Vec::new();
-    for case in &corpus.cases {
-        check_shell_case(&policy, &ws, case, &mut failures);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} language cases failed:\n  {}",
-        failures.len(),
-        corpus.cases.len(),
-        failures.join("\n  ")
-    );
+    run_shell_corpus("language.yaml", &policy, 150);
 }
 
 /// The default policy's rules that the new language makes expressible:
@@ -326,20 +313,5 @@ fn language_corpus() {
 /// `--force-with-lease` asks, `find -delete` is `rm -rf`, inline code asks.
 #[test]
 fn language_default_corpus() {
-    let text = std::fs::read_to_string(corpus_dir().join("language_default.yaml")).unwrap();
-    let corpus: Corpus<ShellCase> = serde_yaml::from_str(&text).unwrap();
-    let policy = default_policy(None);
-    let fx = fixture();
-    let ws = Workspace::new(fx.ws.path()).unwrap();
-    let mut failures = Vec::new();
-    for case in &corpus.cases {
-        check_shell_case(&policy, &ws, case, &mut failures);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} default-policy language cases failed:\n  {}",
-        failures.len(),
-        corpus.cases.len(),
-        failures.join("\n  ")
-    );
+    run_shell_corpus("language_default.yaml", &default_policy(None), 30);
 }

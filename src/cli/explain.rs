@@ -25,14 +25,31 @@ pub(crate) enum ExplainFormat {
 }
 
 /// `explain`'s flags.
+#[derive(clap::Args)]
 pub(crate) struct Flags {
+    #[command(flatten)]
     pub(crate) config: ConfigArgs,
+    /// The workspace paths are resolved against.
+    #[arg(long, default_value = ".")]
     pub(crate) workspace: PathBuf,
+    /// Use this profile's active tools.
+    #[arg(long)]
     pub(crate) profile: Option<String>,
+    /// The tool called (with --args).
+    #[arg(long, requires = "args", conflicts_with = "call")]
     pub(crate) tool: Option<String>,
+    /// The arguments, a JSON object (with --tool).
+    #[arg(long, requires = "tool")]
     pub(crate) args: Option<String>,
+    /// A file (or - for stdin) holding one call: {"name": …, "arguments": {…}}.
+    #[arg(long)]
     pub(crate) call: Option<PathBuf>,
+    /// The directory a command runs in, relative to the workspace (as an
+    /// agent CLI's working directory).
+    #[arg(long, value_name = "DIR")]
     pub(crate) workdir: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
     pub(crate) format: ExplainFormat,
 }
 

@@ -88,32 +88,7 @@ enum Command {
     },
     /// Explain one call's verdict: the commands and paths the policy saw,
     /// every finding with its rule's file and line, and which one decided.
-    Explain {
-        #[command(flatten)]
-        config: ConfigArgs,
-        /// The workspace paths are resolved against.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
-        /// Use this profile's active tools.
-        #[arg(long)]
-        profile: Option<String>,
-        /// The tool called (with --args).
-        #[arg(long, requires = "args", conflicts_with = "call")]
-        tool: Option<String>,
-        /// The arguments, a JSON object (with --tool).
-        #[arg(long, requires = "tool")]
-        args: Option<String>,
-        /// A file (or - for stdin) holding one call: {"name": …, "arguments": {…}}.
-        #[arg(long)]
-        call: Option<PathBuf>,
-        /// The directory a command runs in, relative to the workspace (as an
-        /// agent CLI's working directory).
-        #[arg(long, value_name = "DIR")]
-        workdir: Option<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value = "human")]
-        format: explain::ExplainFormat,
-    },
+    Explain(explain::Flags),
     /// Run calls through the whole pipeline (policy, tools, redaction); prints
     /// one JSON result per call, in source order.
     Call {
@@ -183,39 +158,7 @@ enum Command {
     },
     /// Decide recorded calls under a proposed policy and report what changes:
     /// exit 1 when any call would be decided less strictly.
-    Replay {
-        #[command(flatten)]
-        config: ConfigArgs,
-        /// The current policy to compare with [default: the decision recorded in a decision log].
-        #[arg(long, value_name = "OLD_POLICIES")]
-        baseline: Option<PathBuf>,
-        /// The workspace paths are resolved against.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
-        /// Use this profile's active tools (both policies).
-        #[arg(long)]
-        profile: Option<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value = "human")]
-        format: replay::ReplayFormat,
-        /// Example calls shown per change.
-        #[arg(long, value_name = "N", default_value_t = 3)]
-        examples: usize,
-        /// Fail (exit 1) on loosened calls only, or on any change.
-        #[arg(long, value_enum, default_value = "loosen")]
-        fail_on: replay::FailOn,
-        /// Count unreadable lines as not replayable instead of failing (exit 2).
-        #[arg(long)]
-        skip_invalid: bool,
-        /// Decide with the new policy's audit entries (`mode: audit`) enforced:
-        /// what switching them on would change.
-        #[arg(long)]
-        enforce_audit: bool,
-        /// Decision logs, `eval --calls` files, hook payloads, Claude Code
-        /// transcripts or Codex rollouts (- for stdin); the format is told by content.
-        #[arg(value_name = "INPUT")]
-        inputs: Vec<PathBuf>,
-    },
+    Replay(replay::Flags),
     /// Answer a host's before/after-tool requests (JSON lines on stdin/stdout)
     /// with the policy, reloading on change: for hosts that run their own
     /// tools, such as Pi's extension.
@@ -326,25 +269,7 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             call,
             calls,
         } => eval::run(&config, &workspace, profile, tool, args, call, calls),
-        Command::Explain {
-            config,
-            workspace,
-            profile,
-            tool,
-            args,
-            call,
-            workdir,
-            format,
-        } => explain::run(explain::Flags {
-            config,
-            workspace,
-            profile,
-            tool,
-            args,
-            call,
-            workdir,
-            format,
-        }),
+        Command::Explain(flags) => explain::run(flags),
         Command::Call {
             config,
             workspace,
@@ -380,29 +305,7 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             watch: !no_watch,
             decision_log,
         }),
-        Command::Replay {
-            config,
-            baseline,
-            workspace,
-            profile,
-            format,
-            examples,
-            fail_on,
-            skip_invalid,
-            enforce_audit,
-            inputs,
-        } => replay::run(replay::Flags {
-            config,
-            baseline,
-            workspace,
-            profile,
-            format,
-            examples,
-            fail_on,
-            skip_invalid,
-            enforce_audit,
-            inputs,
-        }),
+        Command::Replay(flags) => replay::run(flags),
         Command::Bridge(flags) => bridge::run(flags),
         Command::Pin {
             config,

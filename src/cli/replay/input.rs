@@ -37,9 +37,11 @@ pub struct Record {
 pub enum Line {
     /// Calls to replay (a transcript line may hold several).
     Calls(Vec<Record>),
-    /// A line of a known format that holds no call to replay, or a call
-    /// that never reached the policy (a decision-log line with no decision).
-    Pass(Option<&'static str>),
+    /// A line of a known format that holds no call to replay.
+    Pass,
+    /// A recorded call that never reached the policy (a decision-log line
+    /// with no decision): counted as not replayable.
+    NotReplayable,
     /// A JSON object of no known format.
     Unknown,
 }
@@ -57,24 +59,17 @@ pub fn read(value: Value) -> Line {
     }
     match obj.get("type").and_then(Value::as_str) {
         Some("response_item") => return codex_item(obj.remove("payload")),
-        Some("session_meta" | "turn_context" | "event_msg" | "compacted") => {
-            return Line::Pass(None)
-        }
+        Some("session_meta" | "turn_context" | "event_msg" | "compacted") => return Line::Pass,
         Some("assistant") => return claude_line(obj),
-        Some("user" | "system" | "summary" | "file-history-snapshot") => return Line::Pass(None),
+        Some("user" | "system" | "summary" | "file-history-snapshot") => return Line::Pass,
         _ => {}
     }
-    if let (Some(Value::String(_)), Some(Value::Object(_))) =
-        (obj.get("name"), obj.get("arguments"))
-    {
-        let (Some(Value::String(name)), Some(Value::Object(arguments))) =
-            (obj.remove("name"), obj.remove("arguments"))
-        else {
-            unreachable!("checked above")
-        };
-        return one(name, arguments, None, None);
+    match (obj.remove("name"), obj.remove("arguments")) {
+        (Some(Value::String(name)), Some(Value::Object(arguments))) => {
+            one(name, arguments, None, None)
+        }
+        _ => Line::Unknown,
     }
-    Line::Unknown
 }
 
 fn one(
@@ -100,7 +95,7 @@ fn decision_log(mut obj: Map<String, Value>) -> Line {
             _ => return Line::Unknown,
         },
         // An unknown tool or invalid arguments: the call never reached the policy.
-        Some(Value::Null) | None => return Line::Pass(Some("never reached the policy")),
+        Some(Value::Null) | None => return Line::NotReplayable,
         _ => return Line::Unknown,
     };
     match (obj.remove("tool"), obj.remove("arguments")) {
@@ -121,7 +116,7 @@ fn hook_payload(mut obj: Map<String, Value>) -> Line {
         "PreToolUse" if obj.contains_key("turn_id") => Agent::Codex,
         "PreToolUse" => Agent::Claude,
         // After-events repeat a call already seen before it ran.
-        "PostToolUse" | "AfterTool" => return Line::Pass(None),
+        "PostToolUse" | "AfterTool" => return Line::Pass,
         _ => return Line::Unknown,
     };
     match (obj.remove("tool_name"), obj.remove("tool_input")) {
@@ -142,7 +137,7 @@ fn claude_line(obj: Map<String, Value>) -> Line {
         .and_then(|m| m.get("content"))
         .and_then(Value::as_array)
     else {
-        return Line::Pass(None);
+        return Line::Pass;
     };
     let calls: Vec<Record> = content
         .iter()
@@ -159,7 +154,7 @@ fn claude_line(obj: Map<String, Value>) -> Line {
         })
         .collect();
     if calls.is_empty() {
-        Line::Pass(None)
+        Line::Pass
     } else {
         Line::Calls(calls)
     }
@@ -239,7 +234,7 @@ fn codex_item(payload: Option<Value>) -> Line {
                 _ => codex(name, args),
             }
         }
-        Some(_) => Line::Pass(None),
+        Some(_) => Line::Pass,
         None => Line::Unknown,
     }
 }
@@ -352,7 +347,7 @@ mod tests {
         let gemini = json!({"hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls"}});
         assert_eq!(calls(gemini)[0].agent, Some(Agent::Gemini));
         let after = json!({"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{},"tool_response":{}});
-        assert_eq!(read(after), Line::Pass(None));
+        assert_eq!(read(after), Line::Pass);
     }
 
     #[test]
@@ -363,7 +358,7 @@ mod tests {
         assert_eq!(c[0].recorded, Some(Decision::Ask));
         assert_eq!(c[0].agent, None);
         let never = json!({"tool":"nope","decision":null,"policy_version":"v","arguments":{}});
-        assert!(matches!(read(never), Line::Pass(Some(_))));
+        assert!(read(never) == Line::NotReplayable);
     }
 
     #[test]
@@ -379,7 +374,7 @@ mod tests {
         assert_eq!(calls(patch)[0].name, "apply_patch");
         let message =
             json!({"type":"response_item","payload":{"type":"message","role":"user","content":[]}});
-        assert_eq!(read(message), Line::Pass(None));
+        assert_eq!(read(message), Line::Pass);
     }
 
     #[test]

@@ -55,16 +55,38 @@ pub(crate) enum FailOn {
 }
 
 /// `replay`'s flags.
+#[derive(clap::Args)]
 pub(crate) struct Flags {
+    #[command(flatten)]
     pub(crate) config: ConfigArgs,
+    /// The current policy to compare with [default: the decision recorded in a decision log].
+    #[arg(long, value_name = "OLD_POLICIES")]
     pub(crate) baseline: Option<PathBuf>,
+    /// The workspace paths are resolved against.
+    #[arg(long, default_value = ".")]
     pub(crate) workspace: PathBuf,
+    /// Use this profile's active tools (both policies).
+    #[arg(long)]
     pub(crate) profile: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
     pub(crate) format: ReplayFormat,
+    /// Example calls shown per change.
+    #[arg(long, value_name = "N", default_value_t = 3)]
     pub(crate) examples: usize,
+    /// Fail (exit 1) on loosened calls only, or on any change.
+    #[arg(long, value_enum, default_value = "loosen")]
     pub(crate) fail_on: FailOn,
+    /// Count unreadable lines as not replayable instead of failing (exit 2).
+    #[arg(long)]
     pub(crate) skip_invalid: bool,
+    /// Decide with the new policy's audit entries (`mode: audit`) enforced:
+    /// what switching them on would change.
+    #[arg(long)]
     pub(crate) enforce_audit: bool,
+    /// Decision logs, `eval --calls` files, hook payloads, Claude Code
+    /// transcripts or Codex rollouts (- for stdin); the format is told by content.
+    #[arg(value_name = "INPUT")]
     pub(crate) inputs: Vec<PathBuf>,
 }
 
@@ -165,8 +187,10 @@ struct Judge<'a> {
 enum Judged {
     /// Its calls, each with its old and new decision.
     Calls(Vec<Judgement>),
-    /// No call to replay; `true` when it counts as not replayable.
-    Pass(bool),
+    /// No call to replay.
+    Pass,
+    /// A call that cannot be replayed (counted).
+    NotReplayable,
     /// JSON of no known format.
     Unknown,
     /// Not JSON.
@@ -210,7 +234,8 @@ impl Judge<'_> {
                 }
                 Judged::Calls(out)
             }
-            Line::Pass(why) => Judged::Pass(why.is_some()),
+            Line::Pass => Judged::Pass,
+            Line::NotReplayable => Judged::NotReplayable,
             Line::Unknown => Judged::Unknown,
         }
     }
@@ -350,11 +375,10 @@ impl Replay<'_> {
                     let new = self.judge.new;
                     let record = j.record;
                     self.report.add(j.from, j.to, j.rule.as_deref(), || {
-                        let mut arguments = Value::Object(record.arguments);
-                        crate::executor::redact_value(new.redactor.get(), &mut arguments);
-                        let Value::Object(arguments) = arguments else {
-                            unreachable!("redaction keeps the shape")
-                        };
+                        let mut arguments = record.arguments;
+                        for value in arguments.values_mut() {
+                            crate::executor::redact_value(new.redactor.get(), value);
+                        }
                         Example {
                             name: record.name,
                             arguments,
@@ -365,8 +389,8 @@ impl Replay<'_> {
                     }
                 }
             }
-            Judged::Pass(true) => self.report.skip(),
-            Judged::Pass(false) => {}
+            Judged::NotReplayable => self.report.skip(),
+            Judged::Pass => {}
             Judged::Unknown => self.bad(
                 name,
                 number,
