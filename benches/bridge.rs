@@ -4,6 +4,11 @@
 //! the number wanted is the distribution (p50, p90, p99) of single round
 //! trips, which criterion's batching would average away.
 //!
+//! Then the same requests as a host with many calls at once sends them:
+//! bursts of 1000 lines written together, answers read as they come (the
+//! bridge answers small requests as it reads them and writes the answers
+//! of a burst together).
+//!
 //!     cargo bench --bench bridge [-- ITERATIONS]
 
 use std::io::{BufRead, BufReader, Write};
@@ -76,6 +81,50 @@ fn main() {
             us(at(0.5)),
             us(at(0.9)),
             us(at(0.99))
+        );
+    }
+    const BURST: usize = 1000;
+    let rounds = (iterations / BURST).max(5);
+    println!("toolgate bridge: bursts of {BURST} before-requests written at once ({rounds} bursts per case)");
+    let mut id = 0usize;
+    for (name, call, expect) in cases {
+        let mut per_call = Vec::with_capacity(rounds);
+        for round in 0..rounds + 1 {
+            let mut burst = String::new();
+            for _ in 0..BURST {
+                id += 1;
+                burst.push_str(&format!(
+                    "{{\"id\":{id},\"type\":\"before\",\"call_id\":\"b{id}\",{call}}}\n"
+                ));
+            }
+            let started = Instant::now();
+            // Written from another thread: a burst is larger than the pipe.
+            let writer = std::thread::scope(|scope| {
+                let handle = scope.spawn(|| {
+                    stdin.write_all(burst.as_bytes()).unwrap();
+                    stdin.flush().unwrap();
+                });
+                for _ in 0..BURST {
+                    line.clear();
+                    stdout.read_line(&mut line).unwrap();
+                    assert!(
+                        line.contains(&format!("\"decision\":\"{expect}\"")),
+                        "{name}: unexpected answer {line}"
+                    );
+                }
+                handle.join()
+            });
+            writer.unwrap();
+            // The first burst warms up.
+            if round > 0 {
+                per_call.push(started.elapsed() / BURST as u32);
+            }
+        }
+        per_call.sort();
+        println!(
+            "  {name:<42} per request: median {:>6.1} µs   best {:>6.1} µs",
+            per_call[per_call.len() / 2].as_secs_f64() * 1e6,
+            per_call[0].as_secs_f64() * 1e6
         );
     }
     drop(stdin);

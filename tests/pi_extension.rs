@@ -37,7 +37,7 @@ fn the_pi_extension_enforces_the_policy_in_a_real_pi_session() {
     );
     // The suite ran, every case: a runner that found no tests also exits 0.
     assert!(
-        report.contains("pass 11") && report.contains("fail 0"),
+        report.contains("pass 13") && report.contains("fail 0"),
         "{report}"
     );
 }

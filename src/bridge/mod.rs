@@ -32,7 +32,7 @@
 
 mod protocol;
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -77,16 +77,32 @@ pub fn start(options: &BridgeOptions) -> Result<Arc<Gateway>, String> {
     })
 }
 
+/// A request line up to this size is answered on the reading thread as soon
+/// as it is read (a decision takes microseconds; a thread hand-off costs as
+/// much again); a longer one (a large `after` result) goes to a worker so
+/// that the requests behind it are not held up.
+pub const INLINE_LINE_BYTES: usize = 64 << 10;
+
+/// Answers collected while more input waits are written at the latest when
+/// they reach this size.
+const FLUSH_BYTES: usize = 64 << 10;
+
 /// Serves `input` until it closes, writing answers to `output`, on a
 /// gateway from [`start`]. The error is why the bridge could not go on.
+///
+/// One thread reads lines and answers the small ones at once, collecting
+/// their answers and writing them in one go when no more input is waiting
+/// (so a burst of requests gets a burst of answers, and a single request
+/// its answer right away); large lines are answered on tokio's blocking
+/// pool, each written as soon as it is ready.
 pub fn serve(
     gateway: Arc<Gateway>,
     options: &BridgeOptions,
-    input: impl BufRead,
+    input: impl Read,
     output: impl Write + Send + 'static,
 ) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .thread_name("toolgate-bridge")
         .enable_all()
         .build()
@@ -108,48 +124,76 @@ pub fn serve(
         None
     };
     let mut pending = Vec::new();
+    // Answers of inline requests not written yet.
+    let mut ready = Vec::<u8>::new();
     let mut lines = BoundedLines::new(input);
     loop {
-        let line = match lines.next() {
+        let next = lines.next(|| out.write_all(&mut ready));
+        let line = match next {
             Ok(Some(Line::Text(line))) => line,
             Ok(Some(Line::TooLong(len))) => {
-                out.send(&protocol::error(
-                    Value::Null,
-                    format!(
-                        "a request line of {len} bytes or more is larger than {} MiB; it was skipped",
-                        MAX_LINE_BYTES >> 20
+                push_line(
+                    &mut ready,
+                    &protocol::error(
+                        Value::Null,
+                        format!(
+                            "a request line of {len} bytes or more is larger than {} MiB; it was skipped",
+                            MAX_LINE_BYTES >> 20
+                        ),
                     ),
-                ));
+                );
                 continue;
             }
             Ok(None) => break,
-            Err(e) => return Err(format!("cannot read stdin: {e}")),
+            Err(e) => {
+                out.write_all(&mut ready);
+                return Err(format!("cannot read stdin: {e}"));
+            }
         };
         if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if line.len() <= INLINE_LINE_BYTES {
+            push_line(&mut ready, &answer_guarded(&gateway, &line));
+            if ready.len() >= FLUSH_BYTES {
+                out.write_all(&mut ready);
+            }
             continue;
         }
         let (gateway, out) = (gateway.clone(), out.clone());
         pending.retain(|task: &tokio::task::JoinHandle<()>| !task.is_finished());
         pending.push(runtime.spawn_blocking(move || {
-            let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                protocol::answer(&gateway, &line)
-            }))
-            .unwrap_or_else(|_| {
-                protocol::error(
-                    request_id(&line),
-                    "the bridge failed while answering this request (report this as a toolgate bug); treat the call as denied".to_string(),
-                )
-            });
-            out.send(&answer);
+            out.send(&answer_guarded(&gateway, &line));
         }));
     }
+    out.write_all(&mut ready);
     runtime.block_on(async {
         for task in pending {
             let _ = task.await;
         }
     });
-    out.flush();
     Ok(())
+}
+
+/// [`protocol::answer`], with a panic turned into an error answer for the
+/// request (the host then denies the call).
+fn answer_guarded(gateway: &Gateway, line: &[u8]) -> Value {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        protocol::answer(gateway, line)
+    }))
+    .unwrap_or_else(|_| {
+        protocol::error(
+            request_id(line),
+            "the bridge failed while answering this request (report this as a toolgate bug); treat the call as denied".to_string(),
+        )
+    })
+}
+
+/// Appends `value` as one line to `buffer`.
+fn push_line(buffer: &mut Vec<u8>, value: &Value) {
+    // Writing a `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *buffer, value);
+    buffer.push(b'\n');
 }
 
 /// The `id` of a line, when one can be read (for a last-resort answer).
@@ -161,8 +205,9 @@ fn request_id(line: &[u8]) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Answer lines, written whole (one write and flush per line) by whichever
-/// task has one.
+/// The answer stream: whole lines (one or many at a time), each batch one
+/// write and one flush under a lock, so lines from different threads never
+/// interleave.
 #[derive(Clone)]
 struct Lines(Arc<std::sync::Mutex<Box<dyn Write + Send>>>);
 
@@ -171,16 +216,22 @@ impl Lines {
         Lines(Arc::new(std::sync::Mutex::new(Box::new(output))))
     }
 
+    /// Writes one answer line.
     fn send(&self, value: &Value) {
-        let mut line = value.to_string();
-        line.push('\n');
-        let mut out = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        // A host that closed our stdout is gone; nothing is left to tell.
-        let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
+        let mut line = Vec::new();
+        push_line(&mut line, value);
+        self.write_all(&mut line);
     }
 
-    fn flush(&self) {
-        let _ = self.0.lock().unwrap_or_else(|e| e.into_inner()).flush();
+    /// Writes and empties `lines` (whole lines), if there are any.
+    fn write_all(&self, lines: &mut Vec<u8>) {
+        if lines.is_empty() {
+            return;
+        }
+        let mut out = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // A host that closed our stdout is gone; nothing is left to tell.
+        let _ = out.write_all(lines).and_then(|()| out.flush());
+        lines.clear();
     }
 }
 
@@ -191,18 +242,26 @@ enum Line {
 
 /// Reads lines of at most [`MAX_LINE_BYTES`], skipping the rest of a longer one.
 struct BoundedLines<R> {
-    input: R,
+    input: BufReader<R>,
 }
 
-impl<R: BufRead> BoundedLines<R> {
+impl<R: Read> BoundedLines<R> {
     fn new(input: R) -> Self {
-        BoundedLines { input }
+        BoundedLines {
+            input: BufReader::with_capacity(256 << 10, input),
+        }
     }
 
-    fn next(&mut self) -> std::io::Result<Option<Line>> {
+    /// The next line; `idle` runs first whenever the next read may block
+    /// (nothing is buffered), so that answers collected so far go out
+    /// before the bridge waits for more input.
+    fn next(&mut self, mut idle: impl FnMut()) -> std::io::Result<Option<Line>> {
         let mut line = Vec::new();
         let mut seen = 0usize;
         loop {
+            if self.input.buffer().is_empty() {
+                idle();
+            }
             let buf = match self.input.fill_buf() {
                 Ok(buf) => buf,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -246,7 +305,7 @@ mod tests {
     fn lines_are_split_and_an_unfinished_last_line_still_counts() {
         let mut lines = BoundedLines::new(&b"a\n\nbc"[..]);
         let mut got = Vec::new();
-        while let Some(Line::Text(l)) = lines.next().unwrap() {
+        while let Some(Line::Text(l)) = lines.next(|| ()).unwrap() {
             got.push(String::from_utf8(l).unwrap());
         }
         assert_eq!(got, ["a", "", "bc"]);

@@ -10,6 +10,10 @@
 //   (and its terminate flag); ask goes to ctx.ui.confirm when there is a UI,
 //   and is blocked with "Approval required" when there is none (print, JSON
 //   and SDK sessions).
+//   The calls of one model message are asked all at once when the message
+//   ends (Pi decides them one after another; one round trip after another
+//   would add up), and each tool_call uses its answer only while nothing
+//   could have changed it (see `early` below).
 // - tool_result asks the bridge `after`: the redacted content, details and
 //   structured content (and the result rules' is_error) replace the result.
 //   Pi runs tool_result for failed calls too, so error texts are redacted.
@@ -25,7 +29,6 @@
 // No build step: Pi loads this TypeScript file as it is.
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { createInterface } from "node:readline";
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -34,11 +37,27 @@ type Json = any;
 const DEFAULT_TIMEOUT_MS = 10_000;
 const STDERR_TAIL = 4000;
 
+/** A request waiting for its answer. */
+interface Waiting {
+	resolve: (v: Json) => void;
+	reject: (e: Error) => void;
+	/** Date.now() after which it is refused. */
+	deadline: number;
+}
+
 /** One `toolgate bridge --stdio` process and its pending requests. */
 class Bridge {
 	private child?: ChildProcessWithoutNullStreams;
-	private pending = new Map<number, { resolve: (v: Json) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+	/** In the order sent, so the first one has the earliest deadline. */
+	private pending = new Map<number, Waiting>();
+	/** One timer for all deadlines (a timer per request costs more than the request). */
+	private sweeper?: NodeJS.Timeout;
 	private nextId = 1;
+	/** Request lines not written yet: written together once per event-loop turn. */
+	private queued: string[] = [];
+	private flushScheduled = false;
+	/** The start of an answer line whose end has not arrived yet. */
+	private partial = "";
 	private stderr = "";
 	/** Why the bridge cannot answer (missing, exited); undefined while it can. */
 	dead?: string;
@@ -62,8 +81,8 @@ class Bridge {
 		}
 		this.child = child;
 		// The bridge must never keep the host alive: when Pi exits, the
-		// bridge sees its stdin close and exits too. A pending request's
-		// deadline timer keeps the host waiting for its answer.
+		// bridge sees its stdin close and exits too. The deadline timer keeps
+		// the host waiting while a request is pending.
 		child.unref();
 		(child.stdin as any).unref?.();
 		(child.stdout as any).unref?.();
@@ -86,11 +105,31 @@ class Bridge {
 		child.stderr.on("data", (chunk: string) => {
 			this.stderr = (this.stderr + chunk).slice(-STDERR_TAIL);
 		});
-		const lines = createInterface({ input: child.stdout, crlfDelay: Infinity });
-		lines.on("line", (line) => this.receive(line));
+		child.stdout.setEncoding("utf8");
+		child.stdout.on("data", (chunk: string) => this.receive(chunk));
 	}
 
-	private receive(line: string): void {
+	/** Splits what arrived into answer lines (the bridge writes whole lines, often many at once). */
+	private receive(chunk: string): void {
+		let start = 0;
+		let end = chunk.indexOf("\n");
+		if (end < 0) {
+			this.partial += chunk;
+			return;
+		}
+		let line = this.partial + chunk.slice(0, end);
+		this.partial = "";
+		for (;;) {
+			this.answer(line);
+			start = end + 1;
+			end = chunk.indexOf("\n", start);
+			if (end < 0) break;
+			line = chunk.slice(start, end);
+		}
+		this.partial = chunk.slice(start);
+	}
+
+	private answer(line: string): void {
 		let msg: Json;
 		try {
 			msg = JSON.parse(line);
@@ -104,16 +143,32 @@ class Bridge {
 		const waiting = this.pending.get(msg?.id);
 		if (!waiting) return;
 		this.pending.delete(msg.id);
-		clearTimeout(waiting.timer);
+		if (this.pending.size === 0) this.sweeper?.unref();
 		if (typeof msg.error === "string") waiting.reject(new Error(msg.error));
 		else waiting.resolve(msg);
+	}
+
+	/** Refuses every request whose deadline has passed, then waits for the next deadline. */
+	private sweep(): void {
+		const now = Date.now();
+		for (const [id, waiting] of this.pending) {
+			if (waiting.deadline > now) {
+				this.sweeper = setTimeout(() => this.sweep(), waiting.deadline - now + 1);
+				return;
+			}
+			this.pending.delete(id);
+			waiting.reject(new Error(`the toolgate bridge did not answer within ${this.timeoutMs} ms`));
+		}
+		this.sweeper = undefined;
 	}
 
 	private fail(why: string): void {
 		if (this.dead) return;
 		this.dead = why;
+		if (this.sweeper) clearTimeout(this.sweeper);
+		this.sweeper = undefined;
+		this.queued = [];
 		for (const [id, waiting] of this.pending) {
-			clearTimeout(waiting.timer);
 			waiting.reject(new Error(why));
 			this.pending.delete(id);
 		}
@@ -126,14 +181,25 @@ class Bridge {
 		if (!child) return Promise.reject(new Error("the toolgate bridge was not started"));
 		const id = this.nextId++;
 		return new Promise((resolve, reject) => {
-			const timer = setTimeout(() => {
-				this.pending.delete(id);
-				reject(new Error(`the toolgate bridge did not answer within ${this.timeoutMs} ms`));
-			}, this.timeoutMs);
-			this.pending.set(id, { resolve, reject, timer });
-			child.stdin.write(`${JSON.stringify({ id, ...body })}\n`, (e) => {
-				if (e) this.fail(`the toolgate bridge's stdin is closed (${e.message})`);
-			});
+			this.pending.set(id, { resolve, reject, deadline: Date.now() + this.timeoutMs });
+			if (!this.sweeper) this.sweeper = setTimeout(() => this.sweep(), this.timeoutMs + 1);
+			else this.sweeper.ref();
+			this.queued.push(`{"id":${id},${JSON.stringify(body).slice(1)}\n`);
+			if (!this.flushScheduled) {
+				this.flushScheduled = true;
+				setImmediate(() => this.flush());
+			}
+		});
+	}
+
+	/** Writes every queued request line in one write. */
+	private flush(): void {
+		this.flushScheduled = false;
+		if (this.queued.length === 0 || !this.child) return;
+		const text = this.queued.length === 1 ? this.queued[0] : this.queued.join("");
+		this.queued = [];
+		this.child.stdin.write(text, (e) => {
+			if (e) this.fail(`the toolgate bridge's stdin is closed (${e.message})`);
 		});
 	}
 
@@ -159,8 +225,27 @@ function bridgeCommand(cwd: string): { bin: string; args: string[]; timeoutMs: n
 	};
 }
 
+/** A `before` asked ahead, when the model's message arrived, for one of its tool calls. */
+interface Early {
+	tool: string;
+	/** The input as sent (JSON). */
+	input: string;
+	verdict: Promise<Json>;
+}
+
 export default function toolgate(pi: ExtensionAPI) {
 	let bridge: Bridge | undefined;
+	/**
+	 * Decisions asked ahead, by tool call id. Pi decides a message's calls
+	 * one after another, so asking for each only in its tool_call would put
+	 * one round trip per call in a row; instead all are asked at once when
+	 * the message ends, and each tool_call takes its answer if nothing that
+	 * could change it happened since: none is used once any tool has run
+	 * (a tool_result: in Pi's sequential mode the next call comes after the
+	 * previous one ran) or the policy reloaded, and one is used only for the
+	 * very tool and input the tool_call carries.
+	 */
+	let early = new Map<string, Early>();
 
 	/** Pi's tools that toolgate's manifests describe: on iff the policy's active set has them. */
 	async function applyActiveTools(): Promise<void> {
@@ -182,6 +267,7 @@ export default function toolgate(pi: ExtensionAPI) {
 		const started = new Bridge(bin, args, ctx.cwd, timeoutMs);
 		bridge = started;
 		started.onReloaded = () => {
+			early = new Map();
 			applyActiveTools().catch(() => {});
 		};
 		started.start();
@@ -199,6 +285,20 @@ export default function toolgate(pi: ExtensionAPI) {
 		bridge = undefined;
 	});
 
+	pi.on("message_end", async (event) => {
+		const message: Json = event.message;
+		if (!bridge || bridge.dead || message?.role !== "assistant" || !Array.isArray(message.content)) return;
+		early = new Map();
+		for (const part of message.content) {
+			if (part?.type !== "toolCall" || typeof part.id !== "string") continue;
+			const input = JSON.stringify(part.arguments ?? {});
+			const verdict = bridge.request({ type: "before", call_id: part.id, tool: part.name, input: part.arguments ?? {} });
+			// Used or not, a refusal here must not surface as an unhandled rejection.
+			verdict.catch(() => {});
+			early.set(part.id, { tool: part.name, input, verdict });
+		}
+	});
+
 	pi.on("tool_call", async (event, ctx) => {
 		const blocked = (why: string) => ({
 			block: true as const,
@@ -206,8 +306,12 @@ export default function toolgate(pi: ExtensionAPI) {
 		});
 		if (!bridge) return blocked("the toolgate bridge is not running (no session_start)");
 		let verdict: Json;
+		const asked = event.parentToolCallId ? undefined : early.get(event.toolCallId);
+		if (asked) early.delete(event.toolCallId);
 		try {
-			verdict = await bridge.request({
+			if (asked && asked.tool === event.toolName && asked.input === JSON.stringify(event.input ?? {})) {
+				verdict = await asked.verdict;
+			} else verdict = await bridge.request({
 				type: "before",
 				call_id: event.toolCallId,
 				tool: event.toolName,
@@ -239,6 +343,8 @@ export default function toolgate(pi: ExtensionAPI) {
 	});
 
 	pi.on("tool_result", async (event) => {
+		// A tool has run: decisions asked before it may be stale now.
+		if (early.size > 0) early = new Map();
 		const withheld = (why: string) => ({
 			content: [{ type: "text" as const, text: `toolgate: the result of ${event.toolName} is withheld: ${why}.` }],
 			details: {},

@@ -7,14 +7,17 @@
 // as each read ends), then answers "done". Each run gets a fresh session
 // (created, and warmed up by one untimed read, outside the clock), and the
 // runs alternate between with and without, so load on the machine falls on
-// both alike. Prints the median and the slowdown.
+// both alike. Prints the median and the best run, the slowdown, and the CPU
+// time each run used (Pi's process, plus the bridge's with toolgate): on a
+// loaded machine wall-clock times swing with the load, CPU time much less.
 //
 //   TOOLGATE_BIN=target/release/toolgate node bench.mjs [RUNS]
 
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { openSession, workspace } from "./harness.mjs";
+import { childPids, openSession, workspace } from "./harness.mjs";
 
 const runs = Number(process.argv[2] ?? 10);
 const CALLS = 1000;
@@ -24,47 +27,72 @@ const dir = workspace({ "small.txt": text });
 // extension costs in Pi's loop, apart from what toolgate does in them.
 const NOOP = fileURLToPath(new URL("./noop-extension.ts", import.meta.url));
 
+const bridgeName = process.env.TOOLGATE_BIN ? basename(process.env.TOOLGATE_BIN).slice(0, 15) : "toolgate";
+/** CPU time (ms) the newest bridge child has used so far (0 when there is none). */
+function bridgeCpuMs() {
+	const pids = childPids(bridgeName);
+	if (pids.length === 0) return 0;
+	const stat = readFileSync(`/proc/${Math.max(...pids)}/stat`, "utf8");
+	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+	// utime and stime, in clock ticks (100 per second on Linux).
+	return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
 async function once(extension) {
 	const pi = await openSession(dir, { extension });
 	try {
 		const [warm] = await pi.turn([["read", { path: "small.txt" }]]);
 		if (warm.isError) throw new Error(`warm-up read failed: ${warm.text}`);
 		const calls = Array.from({ length: CALLS }, () => ["read", { path: "small.txt" }]);
+		const bridgeCpu = bridgeCpuMs();
+		const cpu = process.cpuUsage();
 		const started = process.hrtime.bigint();
 		const results = await pi.turn(calls);
 		const ns = Number(process.hrtime.bigint() - started);
+		const used = process.cpuUsage(cpu);
+		const cpuMs = (used.user + used.system) / 1000 + (bridgeCpuMs() - bridgeCpu);
 		for (const r of results) {
 			if (r.isError || r.text !== text) throw new Error(`a read went wrong: ${r.text}`);
 		}
-		return ns / 1e6;
+		return { ms: ns / 1e6, cpuMs };
 	} finally {
 		await pi.close();
 	}
 }
 
 const times = { without: [], noop: [], with: [] };
+const cpu = { without: [], noop: [], with: [] };
 for (let i = 0; i < runs + 1; i++) {
 	const a = await once(false);
 	const n = await once(NOOP);
 	const b = await once(true);
 	// The first round warms up the process (JIT, module caches).
 	if (i > 0) {
-		times.without.push(a);
-		times.noop.push(n);
-		times.with.push(b);
+		for (const [k, v] of [["without", a], ["noop", n], ["with", b]]) {
+			times[k].push(v.ms);
+			cpu[k].push(v.cpuMs);
+		}
 	}
 }
 const median = (xs) => {
 	const s = [...xs].sort((x, y) => x - y);
 	return s[Math.floor(s.length / 2)];
 };
-const w = median(times.without);
-const t = median(times.with);
-const n = median(times.noop);
-console.log(`Pi 1.6 loop, ${CALLS} reads in one message, median of ${runs} runs each:`);
-console.log(`  without the extension  ${w.toFixed(1)} ms  (${((w * 1000) / CALLS).toFixed(1)} µs per call)`);
-console.log(`  a no-op extension      ${n.toFixed(1)} ms  (${((n * 1000) / CALLS).toFixed(1)} µs per call)`);
-console.log(`  with toolgate          ${t.toFixed(1)} ms  (${((t * 1000) / CALLS).toFixed(1)} µs per call)`);
-console.log(`  slowdown with toolgate ${(((t - w) / w) * 100).toFixed(1)} % (a no-op extension: ${(((n - w) / w) * 100).toFixed(1)} %)`);
+const best = (xs) => Math.min(...xs);
+const pct = (x, base) => `${x >= base ? "+" : ""}${(((x - base) / base) * 100).toFixed(1)} %`;
+console.log(`Pi 1.6 loop, ${CALLS} reads in one message, ${runs} runs each (median / best; CPU time median):`);
+const rows = [
+	["without the extension", "without"],
+	["a no-op extension", "noop"],
+	["with toolgate", "with"],
+];
+for (const [label, k] of rows) {
+	const [m, b, c] = [median(times[k]), best(times[k]), median(cpu[k])];
+	console.log(
+		`  ${label.padEnd(22)} ${m.toFixed(1).padStart(7)} ms ${pct(m, median(times.without)).padStart(8)}` +
+			`   best ${b.toFixed(1).padStart(7)} ms ${pct(b, best(times.without)).padStart(8)}` +
+			`   CPU ${c.toFixed(1).padStart(7)} ms ${pct(c, median(cpu.without)).padStart(8)}`,
+	);
+}
 rmSync(dir, { recursive: true, force: true });
 process.exit(0);

@@ -164,3 +164,51 @@ test("a nested call (a tool calling read) is decided and redacted like the model
 	assert.equal(redacted.text, "nested ok (clean): token=[REDACTED:github-pat]\n");
 	assert.ok(!JSON.stringify(pi.session.messages).includes(SECRET), "the secret reached the transcript");
 });
+
+/** A session on fake-bridge.sh (with `env` set while the session starts), and its request log. */
+async function startFake(env = {}) {
+	const dir = workspace({ "notes.txt": "hello\n" });
+	const log = join(dir, "bridge.log");
+	const vars = { TOOLGATE_BIN: new URL("./fake-bridge.sh", import.meta.url).pathname, FAKE_BRIDGE_NODE: process.execPath, FAKE_BRIDGE_LOG: log, ...env };
+	const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+	Object.assign(process.env, vars);
+	let pi;
+	try {
+		pi = await openSession(dir);
+	} finally {
+		for (const [k, v] of Object.entries(saved)) {
+			if (v === undefined) delete process.env[k];
+			else process.env[k] = v;
+		}
+	}
+	open.push(pi);
+	return { dir, pi, requests: () => readFileSync(log, "utf8").trim().split("\n") };
+}
+
+test("a bridge that does not answer within the deadline: the call is blocked", async () => {
+	const { dir, pi } = await startFake({ FAKE_BRIDGE_SILENT: "1", TOOLGATE_BRIDGE_TIMEOUT_MS: "300" });
+	const [r] = await pi.turn([["write", { path: "out.txt", content: "x" }]]);
+	assert.equal(r.isError, true, "a call ran without an answer");
+	assert.equal(r.text, "toolgate: the toolgate bridge did not answer within 300 ms; the call is blocked.");
+	assert.throws(() => readFileSync(join(dir, "out.txt")), "the blocked write ran");
+});
+
+test("a message's calls are decided ahead in one go, and decided again once a tool has run", async () => {
+	const { pi, requests } = await startFake();
+	// Pi's parallel mode: every call is decided before any runs, so the
+	// decisions asked when the message ended are the ones used.
+	const calls = [0, 1, 2].map(() => ["read", { path: "notes.txt" }]);
+	await pi.turn(calls);
+	const parallel = requests().slice(1);
+	const first = parallel[0].split(" ")[1].replace(/_0$/, "");
+	assert.deepEqual(parallel.slice(0, 3), [`before ${first}_0`, `before ${first}_1`, `before ${first}_2`]);
+	assert.equal(parallel.filter((l) => l.startsWith("before")).length, 3, parallel.join("; "));
+	// Sequential mode: each call runs before the next is decided, so a
+	// decision asked before the first ran must be asked again.
+	pi.session.agent.toolExecution = "sequential";
+	const from = requests().length;
+	await pi.turn([["write", { path: "a.txt", content: "a" }], ["read", { path: "a.txt" }]]);
+	const sequential = requests().slice(from);
+	const id = sequential[0].split(" ")[1].replace(/_0$/, "");
+	assert.deepEqual(sequential, [`before ${id}_0`, `before ${id}_1`, `after ${id}_0`, `before ${id}_1`, `after ${id}_1`]);
+});
