@@ -188,6 +188,23 @@ fn shell_corpus() {
     run_shell_corpus("shell.yaml", &policy(), 70);
 }
 
+/// A hook that finds its policy proven (`config::proven`) compiles with
+/// `proven: true`: no examples re-checked, rule regexes on first use. The
+/// corpus decides the same.
+#[test]
+fn shell_corpus_on_a_proven_compile() {
+    let paths = ConfigPaths {
+        policies: Some(corpus_dir().join("policy.yaml")),
+        manifests: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tool-manifests")),
+    };
+    let options = CompileOptions {
+        proven: true,
+        ..CompileOptions::default()
+    };
+    let policy = load_policy(&paths, &options).unwrap();
+    run_shell_corpus("shell.yaml", &policy, 70);
+}
+
 /// Options and variables that make an allowed command run another program:
 /// none may be allowed by the default policy, and ordinary use must stay
 /// allowed.

@@ -12,6 +12,7 @@ pub mod manifest;
 pub(crate) mod manifest_positions;
 pub(crate) mod parse;
 pub mod policy_file;
+pub mod proven;
 pub mod results_file;
 pub mod server;
 pub mod yaml;

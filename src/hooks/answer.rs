@@ -19,7 +19,7 @@ pub(super) fn answer(agent: Agent, args: &HookOptions, payload: &Payload) -> Ans
     };
     let loaded = crate::config::load(&paths);
     let compiled = match &loaded {
-        Ok(l) => crate::compile(l, &CompileOptions::default()),
+        Ok(l) => compile_proven(l, args, payload),
         Err(d) => Err(d.clone()),
     };
     // The hook process ends as soon as it has answered: freeing what it
@@ -48,7 +48,48 @@ pub(super) fn answer(agent: Agent, args: &HookOptions, payload: &Payload) -> Ans
         Event::After => super::after::after(agent, args, &policy, payload),
     };
     std::mem::forget(policy);
+    if crate::policy::rules::compile_failed() {
+        // Cannot happen for proven files (the same build compiled the same
+        // bytes); should it anyway, a rule that did not run must not decide.
+        return refuse("toolgate: a rule's regex failed to compile when first used, so the call is denied; run `toolgate check`".to_string());
+    }
     answer
+}
+
+/// Compiles `loaded`: files this build proved before (a stamp in the state
+/// directory, [`crate::config::proven`]) skip their examples and compile
+/// rule regexes on first use; others are checked in full and, when they
+/// pass, stamped. The embedded default alone needs no stamp (its examples
+/// are proven by this crate's tests, its rules have no regex).
+fn compile_proven(
+    loaded: &crate::config::Loaded,
+    args: &HookOptions,
+    payload: &Payload,
+) -> Result<Policy, crate::config::diagnostics::Diagnostics> {
+    let builtin = loaded
+        .layers
+        .iter()
+        .all(|l| l.file.text == crate::config::embedded_default_policy());
+    let stamp = if builtin {
+        None
+    } else {
+        let workspace = args
+            .workspace
+            .clone()
+            .or_else(|| payload.cwd.as_ref().map(std::path::PathBuf::from));
+        crate::config::proven::state_dir()
+            .and_then(|dir| crate::config::proven::stamp(loaded, &dir, workspace.as_deref()))
+    };
+    let proven = stamp.as_ref().is_some_and(|s| s.found());
+    let options = CompileOptions {
+        proven,
+        ..CompileOptions::default()
+    };
+    let compiled = crate::compile(loaded, &options);
+    if let (Ok(_), Some(stamp)) = (&compiled, &stamp) {
+        stamp.record();
+    }
+    compiled
 }
 
 /// The workspace: `--workspace`, else the CLI's `cwd`.

@@ -13,12 +13,10 @@ use globset::GlobMatcher;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::rules_regex::build_regex;
+pub use super::rules_regex::{compile_failed, PolicyRegex, MAX_REGEX_SIZE};
 use super::Decision;
 use crate::config::condition::{parse_byte_size, Condition, OutputTestSpec};
-
-/// The largest regex a rule may compile to (bytes of compiled program):
-/// policy files come from people, and a regex must not cost unbounded memory.
-pub const MAX_REGEX_SIZE: usize = 1 << 20;
 
 /// A compiled condition.
 #[derive(Clone, Debug)]
@@ -42,7 +40,7 @@ pub enum Cond {
         /// The argument.
         arg: String,
         /// The regex.
-        regex: Regex,
+        regex: PolicyRegex,
     },
     /// The string argument (for path arguments: the workspace-relative path) matches.
     Glob {
@@ -83,7 +81,7 @@ pub enum Cond {
 #[derive(Clone, Debug)]
 pub enum OutputTest {
     /// The text contains a match.
-    Matches(Regex),
+    Matches(PolicyRegex),
     /// The text contains the string.
     Contains(String),
     /// The text is bigger than this many bytes.
@@ -285,6 +283,30 @@ pub fn compile_condition(
     results: Option<ResultScope<'_>>,
     errors: &mut Vec<CondError>,
 ) -> Option<Cond> {
+    compile_condition_with(cond, at, arg_types, results, Regexes::Now, errors)
+}
+
+/// When a condition's regexes are compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Regexes {
+    /// At load: a regex that does not compile is a load error (the usual way).
+    Now,
+    /// On first use. Only for policy text already proven, by this same
+    /// build, to compile and pass its examples (see
+    /// [`crate::config::proven`]): a process that decides one call then
+    /// compiles only the regexes that call reaches.
+    OnFirstUse,
+}
+
+/// [`compile_condition`], choosing when regexes compile.
+pub fn compile_condition_with(
+    cond: &Condition,
+    at: &str,
+    arg_types: ArgTypes<'_>,
+    results: Option<ResultScope<'_>>,
+    regexes: Regexes,
+    errors: &mut Vec<CondError>,
+) -> Option<Cond> {
     let combinators = [cond.all.is_some(), cond.any.is_some(), cond.not.is_some()]
         .iter()
         .filter(|b| **b)
@@ -354,7 +376,8 @@ pub fn compile_condition(
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
-                    compile_condition(c, &format!("{at}.{key}.{i}"), arg_types, results, errors)
+                    let at = format!("{at}.{key}.{i}");
+                    compile_condition_with(c, &at, arg_types, results, regexes, errors)
                 })
                 .collect();
             compiled.into_iter().collect()
@@ -366,7 +389,8 @@ pub fn compile_condition(
         return list(items, "any", errors).map(Cond::Any);
     }
     if let Some(inner) = &cond.not {
-        return compile_condition(inner, &format!("{at}.not"), arg_types, results, errors)
+        let at = format!("{at}.not");
+        return compile_condition_with(inner, &at, arg_types, results, regexes, errors)
             .map(|c| Cond::Not(Box::new(c)));
     }
     if let Some(want) = cond.is_error {
@@ -398,7 +422,8 @@ pub fn compile_condition(
         return Some(Cond::ExitCode(codes));
     }
     if let Some(test) = &cond.output {
-        return compile_output_test(test, &format!("{at}.output"), errors).map(Cond::Output);
+        return compile_output_test(test, &format!("{at}.output"), regexes, errors)
+            .map(Cond::Output);
     }
     let arg = cond.arg.clone().unwrap_or_default();
     let Some(types) = arg_types(&arg) else {
@@ -460,7 +485,7 @@ pub fn compile_condition(
             errors.push(type_error("matches", "string"));
             return None;
         }
-        return compile_regex(pattern, &format!("{at}.matches"), errors)
+        return policy_regex(pattern, &format!("{at}.matches"), regexes, errors)
             .map(|regex| Cond::Matches { arg, regex });
     }
     if let Some(pattern) = &cond.glob {
@@ -505,13 +530,22 @@ pub fn compile_condition(
     })
 }
 
+/// A regex of a policy file, compiled now or on first use.
+fn policy_regex(
+    pattern: &str,
+    at: &str,
+    regexes: Regexes,
+    errors: &mut Vec<CondError>,
+) -> Option<PolicyRegex> {
+    match regexes {
+        Regexes::Now => compile_regex(pattern, at, errors).map(PolicyRegex::compiled),
+        Regexes::OnFirstUse => Some(PolicyRegex::on_first_use(pattern)),
+    }
+}
+
 /// Compiles a regex of a policy file, bounded by [`MAX_REGEX_SIZE`].
 fn compile_regex(pattern: &str, at: &str, errors: &mut Vec<CondError>) -> Option<Regex> {
-    match regex::RegexBuilder::new(pattern)
-        .size_limit(MAX_REGEX_SIZE)
-        .dfa_size_limit(MAX_REGEX_SIZE)
-        .build()
-    {
+    match build_regex(pattern) {
         Ok(regex) => Some(regex),
         Err(regex::Error::CompiledTooBig(_)) => {
             errors.push((
@@ -539,6 +573,7 @@ fn compile_regex(pattern: &str, at: &str, errors: &mut Vec<CondError>) -> Option
 fn compile_output_test(
     spec: &OutputTestSpec,
     at: &str,
+    regexes: Regexes,
     errors: &mut Vec<CondError>,
 ) -> Option<OutputTest> {
     let given = [
@@ -559,7 +594,8 @@ fn compile_output_test(
         return None;
     }
     if let Some(pattern) = &spec.matches {
-        return compile_regex(pattern, &format!("{at}.matches"), errors).map(OutputTest::Matches);
+        return policy_regex(pattern, &format!("{at}.matches"), regexes, errors)
+            .map(OutputTest::Matches);
     }
     if let Some(text) = &spec.contains {
         if text.is_empty() {

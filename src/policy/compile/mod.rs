@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::commands::{self, CommandRule, CommandRules, Unless};
 use super::paths::{PathRules, RootSet};
-use super::rules::{compile_condition, expand_placeholders, Rule, RuleSet};
+use super::rules::{compile_condition_with, expand_placeholders, Regexes, Rule, RuleSet};
 use super::shell::CommandPattern;
 use super::tools::{ToolInfo, ToolSet};
 use super::{Decision, Policy, RuleOrigin, UnknownToolDecision};
@@ -46,6 +46,12 @@ pub struct CompileOptions {
     /// The tools the running upstream servers listed (`[server]`
     /// manifests); a server without an entry contributes no tools yet.
     pub upstream: Option<std::sync::Arc<crate::config::server::UpstreamCatalog>>,
+    /// These exact files were compiled, with every example passing, by
+    /// this build before ([`crate::config::proven`]): examples are not
+    /// checked again and rule regexes compile on first use. Only for a
+    /// process that decides and exits (a hook); never set it from anything
+    /// but a stamp found for the files being compiled.
+    pub proven: bool,
 }
 
 /// Compiles loaded files into one policy, or reports every problem.
@@ -64,6 +70,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         tools,
         warnings: Vec::new(),
         enforce_audit: options.enforce_audit,
+        proven: options.proven,
         origins: BTreeMap::new(),
         pending_prefixes: upstream.pending_prefixes,
         profiles: BTreeMap::new(),
@@ -183,6 +190,8 @@ struct Compiler {
     warnings: Vec<Diagnostic>,
     /// [`CompileOptions::enforce_audit`].
     enforce_audit: bool,
+    /// [`CompileOptions::proven`].
+    proven: bool,
     /// Where each rule id is written (see [`RuleOrigin`]).
     origins: BTreeMap<String, RuleOrigin>,
     /// Prefixes of upstream servers whose tools are not listed yet.
@@ -252,6 +261,15 @@ impl Compiler {
                     at: at.to_string(),
                 },
             );
+        }
+    }
+
+    /// When rule regexes compile: on first use for proven files.
+    fn regexes(&self) -> Regexes {
+        if self.proven {
+            Regexes::OnFirstUse
+        } else {
+            Regexes::Now
         }
     }
 
@@ -668,11 +686,12 @@ impl Compiler {
                 };
                 let arg_types = arg_types_of(&candidates, named.is_some());
                 let mut errors = Vec::new();
-                let cond = compile_condition(
+                let cond = compile_condition_with(
                     &spec.when,
                     &format!("{at}.when"),
                     &arg_types,
                     None,
+                    self.regexes(),
                     &mut errors,
                 );
                 for (path, message, help) in errors {
@@ -703,7 +722,8 @@ impl Compiler {
                 };
                 // The embedded default's examples are run by this crate's tests;
                 // re-running them (one builds a 2 MB string) would only slow a cold start.
-                let trusted = layer.file.text == crate::config::embedded_default_policy();
+                let trusted =
+                    self.proven || layer.file.text == crate::config::embedded_default_policy();
                 if let Some(ex) = spec.examples.as_ref().filter(|_| !trusted) {
                     for (kind, list, want) in [
                         ("match", &ex.matching, true),
@@ -806,7 +826,7 @@ impl Compiler {
 }
 
 /// The JSON types of an argument across a rule's candidate tools, for
-/// [`compile_condition`]: `None` when no tool has it, or, when the rule names
+/// [`super::rules::compile_condition`]: `None` when no tool has it, or, when the rule names
 /// its tools (`every`), when one of them lacks it.
 fn arg_types_of<'a>(
     candidates: &'a [&'a ToolInfo],

@@ -1,5 +1,5 @@
 //! Compiling `results:` (after-rules on results): ids, tools, the condition
-//! through the same [`compile_condition`] as `rules:`, the actions, and the
+//! through the same [`crate::policy::rules::compile_condition`] as `rules:`, the actions, and the
 //! examples checked at load.
 
 use std::collections::HashSet;
@@ -11,7 +11,7 @@ use crate::config::results_file::{ResultActionsSpec, ResultExample, ResultRuleSp
 use crate::config::PolicyLayer;
 use crate::policy::results::{ResultActions, ResultRule, ResultRules};
 use crate::policy::rules::{
-    compile_condition, expand_placeholders, Cond, ResultFacts, ResultScope,
+    compile_condition_with, expand_placeholders, Cond, ResultFacts, ResultScope,
 };
 use crate::policy::tools::ToolInfo;
 
@@ -81,11 +81,12 @@ impl Compiler {
             without_exit_code: &without_exit_code,
         };
         let mut errors = Vec::new();
-        let cond = compile_condition(
+        let cond = compile_condition_with(
             &spec.when,
             &format!("{at}.when"),
             &arg_types,
             Some(scope),
+            self.regexes(),
             &mut errors,
         );
         for (path, message, help) in errors {
@@ -116,7 +117,7 @@ impl Compiler {
             );
             return None;
         }
-        let trusted = layer.file.text == crate::config::embedded_default_policy();
+        let trusted = self.proven || layer.file.text == crate::config::embedded_default_policy();
         if let Some(ex) = spec.examples.as_ref().filter(|_| !trusted) {
             for (kind, list, want) in [
                 ("match", &ex.matching, true),
