@@ -603,3 +603,161 @@ fn inspector_cli_calls_upstream_tools_through_toolgate() {
         String::from_utf8_lossy(&denied.stdout).contains("Echoing forbidden words is not allowed")
     );
 }
+
+/// The everything server's manifest, with `prefix = "ev"`.
+fn everything(s: &Setup) {
+    let text = format!(
+        "[server]\nname = \"everything\"\nprefix = \"ev\"\ncommand = [{:?}, {:?}, \"stdio\"]\n",
+        node(),
+        repo().join(
+            "tests/upstream/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+        ),
+    );
+    fs::write(s.path("m/everything.toml"), text).unwrap();
+}
+
+#[test]
+fn resources_prompts_and_completion_pass_through_prefixed() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"ev__echo\"]\n",
+    );
+    everything(&s);
+    let doc = "toolgate://ev/demo://resource/static/document/features.md";
+    let r = s.run(json!([
+        {"do": "resources", "as": "resources"},
+        {"do": "templates", "as": "templates"},
+        {"do": "read", "uri": doc, "as": "doc"},
+        {"do": "read", "uri": "toolgate://ev/demo://resource/dynamic/blob/3", "as": "blob"},
+        {"do": "read", "uri": "demo://resource/static/document/features.md", "as": "unprefixed"},
+        {"do": "read", "uri": "toolgate://nope/demo://x", "as": "unknown"},
+        {"do": "prompts", "as": "prompts"},
+        {"do": "prompt", "name": "ev__args-prompt", "args": {"city": format!("Paris {SECRET}")}, "as": "prompt"},
+        {"do": "prompt", "name": "args-prompt", "args": {"city": "Paris"}, "as": "bare"},
+        {"do": "complete", "ref": {"type": "ref/prompt", "name": "ev__completable-prompt"},
+         "argument": {"name": "department", "value": "Eng"}, "as": "complete"},
+        {"do": "complete", "ref": {"type": "ref/resource",
+         "uri": "toolgate://ev/demo://resource/dynamic/text/{resourceId}"},
+         "argument": {"name": "resourceId", "value": "7"}, "as": "complete_template"},
+    ]));
+    let resources = r["resources"].as_array().unwrap();
+    assert!(!resources.is_empty(), "{r}");
+    assert!(
+        resources.iter().all(|x| x["uri"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolgate://ev/demo://")
+            && x["name"].as_str().unwrap().starts_with("ev__")),
+        "{r}"
+    );
+    assert!(resources.iter().any(|x| x["uri"] == doc), "{r}");
+    let templates = r["templates"].as_array().unwrap();
+    assert!(
+        templates
+            .iter()
+            .any(|t| t["uriTemplate"] == "toolgate://ev/demo://resource/dynamic/text/{resourceId}"),
+        "{r}"
+    );
+    assert_eq!(r["doc"]["contents"][0]["uri"], doc, "{r}");
+    assert!(
+        r["doc"]["contents"][0]["text"].as_str().unwrap().len() > 100,
+        "{r}"
+    );
+    assert!(r["blob"]["contents"][0]["blob"].is_string(), "{r}");
+    // A URI that is not toolgate's, or names no visible server: not found.
+    assert_eq!(r["unprefixed"]["raised"], true, "{r}");
+    assert_eq!(r["unknown"]["raised"], true, "{r}");
+    let prompts: Vec<&str> = r["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(prompts.contains(&"ev__args-prompt"), "{r}");
+    assert!(prompts.iter().all(|p| p.starts_with("ev__")), "{r}");
+    let said = r["prompt"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        said, "What's weather in Paris [REDACTED:github-pat]?",
+        "{r}"
+    );
+    assert_eq!(r["bare"]["raised"], true, "{r}");
+    assert_eq!(
+        r["complete"]["completion"]["values"],
+        json!(["Engineering"]),
+        "{r}"
+    );
+    assert_eq!(
+        r["complete_template"]["completion"]["values"],
+        json!(["7"]),
+        "{r}"
+    );
+}
+
+#[test]
+fn resource_contents_and_logs_are_redacted_and_inactive_servers_hidden() {
+    let s = Setup::new(FAKE_POLICY);
+    s.fake("off");
+    // Listed by the servers but none of its tools active: invisible.
+    everything(&s);
+    fs::write(s.path("state/notes"), format!("deploy key {SECRET}\n")).unwrap();
+    let r = s.run(json!([
+        {"do": "resources", "as": "resources"},
+        {"do": "prompts", "as": "prompts"},
+        {"do": "read", "uri": "toolgate://fake/fake://notes/today", "as": "text"},
+        {"do": "read", "uri": "toolgate://fake/fake://notes/raw", "as": "raw"},
+        {"do": "read", "uri": "toolgate://ev/demo://resource/static/document/features.md", "as": "hidden"},
+        {"do": "prompt", "name": "fake__recall", "args": {"topic": SECRET}, "as": "recall"},
+        {"do": "level", "level": "debug"},
+        call("fake__shout", json!({"text": format!("now {SECRET}")}), "shout"),
+        {"do": "sleep", "seconds": 0.5},
+        {"do": "logs", "as": "logs"},
+    ]));
+    let uris: Vec<&str> = r["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "toolgate://fake/fake://notes/today",
+            "toolgate://fake/fake://notes/raw"
+        ],
+        "{r}"
+    );
+    let prompts = r["prompts"].as_array().unwrap();
+    assert_eq!(prompts.len(), 1, "{r}");
+    assert_eq!(prompts[0]["name"], "fake__recall");
+    assert_eq!(
+        r["text"]["contents"][0]["text"], "deploy key [REDACTED:github-pat]\n",
+        "{r}"
+    );
+    let blob = r["raw"]["contents"][0]["blob"].as_str().unwrap();
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(blob)
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(raw).unwrap(),
+        "deploy key [REDACTED:github-pat]\n"
+    );
+    assert_eq!(r["hidden"]["raised"], true, "{r}");
+    let recall = r["recall"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(!recall.contains(SECRET), "{r}");
+    assert!(recall.contains("[REDACTED:github-pat]"), "{r}");
+    assert_eq!(r["shout"]["is_error"], false, "{r}");
+    let logs = r["logs"].as_array().unwrap();
+    let shouted = logs
+        .iter()
+        .find(|l| l["data"].as_str().is_some_and(|d| d.starts_with("shouted")))
+        .unwrap_or_else(|| panic!("no log record came through: {r}"));
+    assert_eq!(shouted["data"], "shouted now [REDACTED:github-pat]", "{r}");
+    assert!(
+        shouted["logger"].as_str().unwrap().starts_with("fake"),
+        "{r}"
+    );
+}

@@ -10,6 +10,7 @@
 
 mod call;
 mod connect;
+mod passthrough;
 pub mod pin;
 
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ use std::time::Duration;
 use rmcp::service::{Peer, RoleClient};
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::server::{LoadedServer, PinMode, UpstreamCatalog, UpstreamTool};
@@ -30,6 +31,7 @@ use connect::{kill_group, Handler};
 use pin::Lock;
 
 pub use connect::list_tools;
+pub use passthrough::{Answer, UpstreamEvent};
 
 /// How long a server has to start and list its tools.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -153,6 +155,10 @@ pub struct UpstreamManager {
     changed: Arc<watch::Sender<u64>>,
     me: Weak<UpstreamManager>,
     runtime: tokio::runtime::Handle,
+    /// Upstream notifications for the MCP sessions (see `passthrough`).
+    events: broadcast::Sender<UpstreamEvent>,
+    /// Resource subscriptions: (server, upstream URI) -> sessions.
+    subscriptions: Mutex<BTreeMap<(String, String), usize>>,
 }
 
 impl UpstreamManager {
@@ -166,6 +172,8 @@ impl UpstreamManager {
             changed: Arc::new(changed),
             me: me.clone(),
             runtime: tokio::runtime::Handle::current(),
+            events: broadcast::channel(256).0,
+            subscriptions: Mutex::default(),
         })
     }
 
@@ -218,7 +226,7 @@ impl UpstreamManager {
             self.runtime.spawn(supervise(
                 server.clone(),
                 self.workspace.clone(),
-                self.changed.clone(),
+                (self.changed.clone(), self.events.clone()),
                 Some(tx),
             ));
             current.insert(name.to_string(), server);
@@ -347,7 +355,7 @@ impl Upstreams for Forwarder {
 async fn supervise(
     server: Arc<Server>,
     workspace: PathBuf,
-    changed: Arc<watch::Sender<u64>>,
+    (changed, events): (Arc<watch::Sender<u64>>, broadcast::Sender<UpstreamEvent>),
     mut ready: Option<oneshot::Sender<()>>,
 ) {
     let name = server.name().to_string();
@@ -355,7 +363,8 @@ async fn supervise(
     let mut backoff = FIRST_BACKOFF;
     loop {
         let started = tokio::time::timeout(START_TIMEOUT, async {
-            let conn = connect::connect(&table, &workspace).await?;
+            let handler = Handler::with_events(&name, events.clone());
+            let conn = connect::connect_with(&table, &workspace, handler).await?;
             let tools = match list_tools(&conn.peer()).await {
                 Ok(t) => t,
                 Err(e) => {
