@@ -761,3 +761,32 @@ fn resource_contents_and_logs_are_redacted_and_inactive_servers_hidden() {
         "{r}"
     );
 }
+
+#[test]
+fn resource_subscriptions_reach_the_upstream_and_updates_come_back() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"ev__*\"]\n",
+    );
+    everything(&s);
+    let doc = "toolgate://ev/demo://resource/static/document/features.md";
+    let r = s.run(json!([
+        {"do": "subscribe", "uri": doc, "as": "sub"},
+        {"do": "subscribe", "uri": "toolgate://nope/x://y", "as": "bad"},
+        call("ev__toggle-subscriber-updates", json!({}), "toggle"),
+        {"do": "sleep", "seconds": 1.0},
+        {"do": "updates", "as": "updates"},
+        {"do": "unsubscribe", "uri": doc},
+        call("ev__toggle-subscriber-updates", json!({}), "off"),
+        call("ev__toggle-subscriber-updates", json!({}), "on"),
+        {"do": "sleep", "seconds": 1.0},
+        {"do": "updates", "as": "after"},
+    ]));
+    assert_eq!(r["sub"], "ok", "{r}");
+    assert_eq!(r["bad"]["raised"], true, "{r}");
+    assert_eq!(r["toggle"]["is_error"], false, "{r}");
+    let updates = r["updates"].as_array().unwrap();
+    assert!(!updates.is_empty(), "{r}");
+    assert!(updates.iter().all(|u| u == doc), "{r}");
+    // After unsubscribing, turning the updates on again sends none.
+    assert_eq!(r["after"].as_array().unwrap().len(), updates.len(), "{r}");
+}

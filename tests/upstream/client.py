@@ -10,7 +10,9 @@ STEPS_JSON is a list of steps: {"do": "list"}, {"do": "call", "tool": …,
 tools: {"do": "resources"}, {"do": "templates"}, {"do": "read", "uri": …},
 {"do": "prompts"}, {"do": "prompt", "name": …, "args": …},
 {"do": "complete", "ref": {...}, "argument": {...}, "context": {...}},
-{"do": "level", "level": …}, {"do": "logs"} (the log records so far);
+{"do": "level", "level": …}, {"do": "logs"} (the log records so far),
+{"do": "subscribe", "uri": …}, {"do": "unsubscribe", "uri": …},
+{"do": "updates"} (the URIs of resource-updated notifications so far);
 each may name its report key with "as". A JSON-RPC error becomes
 {"raised": true, "code": …, "message": …}.
 """
@@ -59,7 +61,16 @@ async def run(server, steps):
     async def on_log(params):
         logs.append({"level": params.level, "logger": params.logger, "data": params.data})
 
-    async with Client(server, mode="legacy", logging_callback=on_log) as client:
+    updates = []
+
+    async def on_message(message):
+        inner = getattr(message, "root", message)
+        if getattr(inner, "method", None) == "notifications/resources/updated":
+            updates.append(str(inner.params.uri))
+
+    async with Client(
+        server, mode="legacy", logging_callback=on_log, message_handler=on_message
+    ) as client:
         for i, step in enumerate(steps):
             kind = step["do"]
             key = step.get("as", f"{i}")
@@ -118,6 +129,14 @@ async def run(server, steps):
                 report[key] = "set"
             elif kind == "logs":
                 report[key] = list(logs)
+            elif kind == "subscribe":
+                report[key] = await guarded(lambda: client.subscribe_resource(step["uri"]))
+                report[key] = report[key] if isinstance(report[key], dict) else "ok"
+            elif kind == "unsubscribe":
+                await client.unsubscribe_resource(step["uri"])
+                report[key] = "ok"
+            elif kind == "updates":
+                report[key] = list(updates)
     return report
 
 
