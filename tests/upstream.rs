@@ -790,3 +790,48 @@ fn resource_subscriptions_reach_the_upstream_and_updates_come_back() {
     // After unsubscribing, turning the updates on again sends none.
     assert_eq!(r["after"].as_array().unwrap().len(), updates.len(), "{r}");
 }
+
+#[test]
+fn array_of_paths_overlays_confine_every_element() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [fs__read_multiple_files]\n",
+    );
+    let text = format!(
+        "[server]\nname = \"fs\"\ncommand = [{:?}, {:?}, {:?}]\npin = \"off\"\n\n[tools.read_multiple_files]\neffects.paths = {{ paths = \"read\" }}\n",
+        node(),
+        repo().join("tests/upstream/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
+        s.root,
+    );
+    fs::write(s.path("m/fs.toml"), text).unwrap();
+    fs::write(s.path("ws/a.txt"), "alpha\n").unwrap();
+    fs::write(s.path("ws/b.txt"), "beta\n").unwrap();
+    fs::write(s.path("ws/.env"), format!("TOKEN={SECRET}\n")).unwrap();
+    fs::write(s.path("state/outside.txt"), "outside\n").unwrap();
+    let path = |rel: &str| s.path(rel).display().to_string();
+    let r = s.run(json!([
+        call(
+            "fs__read_multiple_files",
+            json!({"paths": [path("ws/a.txt"), path("ws/b.txt")]}),
+            "inside"
+        ),
+        call(
+            "fs__read_multiple_files",
+            json!({"paths": [path("ws/a.txt"), path("state/outside.txt")]}),
+            "outside"
+        ),
+        call(
+            "fs__read_multiple_files",
+            json!({"paths": [path("ws/.env")]}),
+            "env"
+        ),
+    ]));
+    assert_eq!(r["inside"]["is_error"], false, "{r}");
+    let inside = r["inside"]["text"].as_str().unwrap();
+    assert!(inside.contains("alpha") && inside.contains("beta"), "{r}");
+    assert_eq!(r["outside"]["is_error"], true, "{r}");
+    let outside = r["outside"]["text"].as_str().unwrap();
+    assert!(outside.contains("outside the workspace roots"), "{r}");
+    assert!(!outside.contains("alpha"), "{r}");
+    assert_eq!(r["env"]["is_error"], true, "{r}");
+    assert!(!r.to_string().contains(SECRET), "{r}");
+}
