@@ -835,3 +835,43 @@ fn array_of_paths_overlays_confine_every_element() {
     assert_eq!(r["env"]["is_error"], true, "{r}");
     assert!(!r.to_string().contains(SECRET), "{r}");
 }
+
+#[test]
+fn a_lazy_server_with_a_lock_starts_on_its_first_call() {
+    let s = Setup::new(FAKE_POLICY);
+    s.fake("block");
+    let manifest = s.path("m/fake.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, format!("{text}start = \"lazy\"\n")).unwrap();
+    let starts = s.path("state/starts");
+    // Its tools are known from the lock file `toolgate pin` writes.
+    let out = Command::new(toolgate())
+        .arg("pin")
+        .args(s.config_args())
+        .arg("fake")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(s.path("m/fake.lock").exists());
+    fs::remove_file(&starts).unwrap();
+    // With the lock, its pinned tools are listed without starting it …
+    let r = s.run(json!([{"do": "list", "as": "tools"}]));
+    assert!(
+        r["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("fake__echo")),
+        "{r}"
+    );
+    assert!(!starts.exists(), "listing tools started the lazy server");
+    // … and the first call starts it, then runs.
+    let r = s.run(json!([
+        call("fake__echo", json!({"text": "hi"}), "first"),
+        call("fake__echo", json!({"text": "again"}), "second"),
+    ]));
+    assert_eq!(r["first"]["is_error"], false, "{r}");
+    assert_eq!(r["first"]["text"], "hi");
+    assert_eq!(r["second"]["text"], "again");
+    let started = fs::read_to_string(&starts).unwrap();
+    assert_eq!(started.lines().count(), 1, "{started}");
+}

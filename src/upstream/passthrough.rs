@@ -92,6 +92,7 @@ impl UpstreamManager {
 
     /// `resources/list` (every page) of `server`: a list of `Resource`s.
     pub async fn list_resources(&self, server: &str) -> Answer {
+        self.ensure_started(server).await;
         if !self.offers(server, "resources") {
             return Ok(Value::Array(Vec::new()));
         }
@@ -101,6 +102,7 @@ impl UpstreamManager {
 
     /// `resources/templates/list` (every page) of `server`.
     pub async fn list_resource_templates(&self, server: &str) -> Answer {
+        self.ensure_started(server).await;
         if !self.offers(server, "resources") {
             return Ok(Value::Array(Vec::new()));
         }
@@ -114,6 +116,7 @@ impl UpstreamManager {
 
     /// `prompts/list` (every page) of `server`.
     pub async fn list_prompts(&self, server: &str) -> Answer {
+        self.ensure_started(server).await;
         if !self.offers(server, "prompts") {
             return Ok(Value::Array(Vec::new()));
         }
@@ -123,6 +126,7 @@ impl UpstreamManager {
 
     /// `resources/read` of the upstream's `uri`: a `ReadResourceResult`.
     pub async fn read_resource(&self, server: &str, uri: &str) -> Answer {
+        self.ensure_started(server).await;
         let peer = self.peer(server)?;
         let params = ReadResourceRequestParams::new(uri);
         json(
@@ -135,6 +139,7 @@ impl UpstreamManager {
     /// `prompts/get`: `params` is the client's request with the upstream's
     /// own prompt name; the answer is a `GetPromptResult`.
     pub async fn get_prompt(&self, server: &str, params: Value) -> Answer {
+        self.ensure_started(server).await;
         let peer = self.peer(server)?;
         let params: GetPromptRequestParams = parse(params)?;
         json(
@@ -147,6 +152,7 @@ impl UpstreamManager {
     /// `completion/complete`: `params` names the upstream's own prompt or
     /// URI template; the answer is a `CompleteResult`.
     pub async fn complete(&self, server: &str, params: Value) -> Answer {
+        self.ensure_started(server).await;
         let peer = self.peer(server)?;
         let params: CompleteRequestParams = parse(params)?;
         json(
@@ -170,6 +176,7 @@ impl UpstreamManager {
         if !first {
             return Ok(());
         }
+        self.ensure_started(server).await;
         let peer = self.peer(server)?;
         peer.subscribe(SubscribeRequestParams::new(uri))
             .await
