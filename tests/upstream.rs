@@ -603,3 +603,275 @@ fn inspector_cli_calls_upstream_tools_through_toolgate() {
         String::from_utf8_lossy(&denied.stdout).contains("Echoing forbidden words is not allowed")
     );
 }
+
+/// The everything server's manifest, with `prefix = "ev"`.
+fn everything(s: &Setup) {
+    let text = format!(
+        "[server]\nname = \"everything\"\nprefix = \"ev\"\ncommand = [{:?}, {:?}, \"stdio\"]\n",
+        node(),
+        repo().join(
+            "tests/upstream/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+        ),
+    );
+    fs::write(s.path("m/everything.toml"), text).unwrap();
+}
+
+#[test]
+fn resources_prompts_and_completion_pass_through_prefixed() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"ev__echo\"]\n",
+    );
+    everything(&s);
+    let doc = "toolgate://ev/demo://resource/static/document/features.md";
+    let r = s.run(json!([
+        {"do": "resources", "as": "resources"},
+        {"do": "templates", "as": "templates"},
+        {"do": "read", "uri": doc, "as": "doc"},
+        {"do": "read", "uri": "toolgate://ev/demo://resource/dynamic/blob/3", "as": "blob"},
+        {"do": "read", "uri": "demo://resource/static/document/features.md", "as": "unprefixed"},
+        {"do": "read", "uri": "toolgate://nope/demo://x", "as": "unknown"},
+        {"do": "prompts", "as": "prompts"},
+        {"do": "prompt", "name": "ev__args-prompt", "args": {"city": format!("Paris {SECRET}")}, "as": "prompt"},
+        {"do": "prompt", "name": "args-prompt", "args": {"city": "Paris"}, "as": "bare"},
+        {"do": "complete", "ref": {"type": "ref/prompt", "name": "ev__completable-prompt"},
+         "argument": {"name": "department", "value": "Eng"}, "as": "complete"},
+        {"do": "complete", "ref": {"type": "ref/resource",
+         "uri": "toolgate://ev/demo://resource/dynamic/text/{resourceId}"},
+         "argument": {"name": "resourceId", "value": "7"}, "as": "complete_template"},
+    ]));
+    let resources = r["resources"].as_array().unwrap();
+    assert!(!resources.is_empty(), "{r}");
+    assert!(
+        resources.iter().all(|x| x["uri"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolgate://ev/demo://")
+            && x["name"].as_str().unwrap().starts_with("ev__")),
+        "{r}"
+    );
+    assert!(resources.iter().any(|x| x["uri"] == doc), "{r}");
+    let templates = r["templates"].as_array().unwrap();
+    assert!(
+        templates
+            .iter()
+            .any(|t| t["uriTemplate"] == "toolgate://ev/demo://resource/dynamic/text/{resourceId}"),
+        "{r}"
+    );
+    assert_eq!(r["doc"]["contents"][0]["uri"], doc, "{r}");
+    assert!(
+        r["doc"]["contents"][0]["text"].as_str().unwrap().len() > 100,
+        "{r}"
+    );
+    assert!(r["blob"]["contents"][0]["blob"].is_string(), "{r}");
+    // A URI that is not toolgate's, or names no visible server: not found.
+    assert_eq!(r["unprefixed"]["raised"], true, "{r}");
+    assert_eq!(r["unknown"]["raised"], true, "{r}");
+    let prompts: Vec<&str> = r["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(prompts.contains(&"ev__args-prompt"), "{r}");
+    assert!(prompts.iter().all(|p| p.starts_with("ev__")), "{r}");
+    let said = r["prompt"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        said, "What's weather in Paris [REDACTED:github-pat]?",
+        "{r}"
+    );
+    assert_eq!(r["bare"]["raised"], true, "{r}");
+    assert_eq!(
+        r["complete"]["completion"]["values"],
+        json!(["Engineering"]),
+        "{r}"
+    );
+    assert_eq!(
+        r["complete_template"]["completion"]["values"],
+        json!(["7"]),
+        "{r}"
+    );
+}
+
+#[test]
+fn resource_contents_and_logs_are_redacted_and_inactive_servers_hidden() {
+    let s = Setup::new(FAKE_POLICY);
+    s.fake("off");
+    // Listed by the servers but none of its tools active: invisible.
+    everything(&s);
+    fs::write(s.path("state/notes"), format!("deploy key {SECRET}\n")).unwrap();
+    let r = s.run(json!([
+        {"do": "resources", "as": "resources"},
+        {"do": "prompts", "as": "prompts"},
+        {"do": "read", "uri": "toolgate://fake/fake://notes/today", "as": "text"},
+        {"do": "read", "uri": "toolgate://fake/fake://notes/raw", "as": "raw"},
+        {"do": "read", "uri": "toolgate://ev/demo://resource/static/document/features.md", "as": "hidden"},
+        {"do": "prompt", "name": "fake__recall", "args": {"topic": SECRET}, "as": "recall"},
+        {"do": "level", "level": "debug"},
+        call("fake__shout", json!({"text": format!("now {SECRET}")}), "shout"),
+        {"do": "sleep", "seconds": 0.5},
+        {"do": "logs", "as": "logs"},
+    ]));
+    let uris: Vec<&str> = r["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "toolgate://fake/fake://notes/today",
+            "toolgate://fake/fake://notes/raw"
+        ],
+        "{r}"
+    );
+    let prompts = r["prompts"].as_array().unwrap();
+    assert_eq!(prompts.len(), 1, "{r}");
+    assert_eq!(prompts[0]["name"], "fake__recall");
+    assert_eq!(
+        r["text"]["contents"][0]["text"], "deploy key [REDACTED:github-pat]\n",
+        "{r}"
+    );
+    let blob = r["raw"]["contents"][0]["blob"].as_str().unwrap();
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(blob)
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(raw).unwrap(),
+        "deploy key [REDACTED:github-pat]\n"
+    );
+    assert_eq!(r["hidden"]["raised"], true, "{r}");
+    let recall = r["recall"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(!recall.contains(SECRET), "{r}");
+    assert!(recall.contains("[REDACTED:github-pat]"), "{r}");
+    assert_eq!(r["shout"]["is_error"], false, "{r}");
+    let logs = r["logs"].as_array().unwrap();
+    let shouted = logs
+        .iter()
+        .find(|l| l["data"].as_str().is_some_and(|d| d.starts_with("shouted")))
+        .unwrap_or_else(|| panic!("no log record came through: {r}"));
+    assert_eq!(shouted["data"], "shouted now [REDACTED:github-pat]", "{r}");
+    assert!(
+        shouted["logger"].as_str().unwrap().starts_with("fake"),
+        "{r}"
+    );
+}
+
+#[test]
+fn resource_subscriptions_reach_the_upstream_and_updates_come_back() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"ev__*\"]\n",
+    );
+    everything(&s);
+    let doc = "toolgate://ev/demo://resource/static/document/features.md";
+    let r = s.run(json!([
+        {"do": "subscribe", "uri": doc, "as": "sub"},
+        {"do": "subscribe", "uri": "toolgate://nope/x://y", "as": "bad"},
+        call("ev__toggle-subscriber-updates", json!({}), "toggle"),
+        {"do": "sleep", "seconds": 1.0},
+        {"do": "updates", "as": "updates"},
+        {"do": "unsubscribe", "uri": doc},
+        call("ev__toggle-subscriber-updates", json!({}), "off"),
+        call("ev__toggle-subscriber-updates", json!({}), "on"),
+        {"do": "sleep", "seconds": 1.0},
+        {"do": "updates", "as": "after"},
+    ]));
+    assert_eq!(r["sub"], "ok", "{r}");
+    assert_eq!(r["bad"]["raised"], true, "{r}");
+    assert_eq!(r["toggle"]["is_error"], false, "{r}");
+    let updates = r["updates"].as_array().unwrap();
+    assert!(!updates.is_empty(), "{r}");
+    assert!(updates.iter().all(|u| u == doc), "{r}");
+    // After unsubscribing, turning the updates on again sends none.
+    assert_eq!(r["after"].as_array().unwrap().len(), updates.len(), "{r}");
+}
+
+#[test]
+fn array_of_paths_overlays_confine_every_element() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [fs__read_multiple_files]\n",
+    );
+    let text = format!(
+        "[server]\nname = \"fs\"\ncommand = [{:?}, {:?}, {:?}]\npin = \"off\"\n\n[tools.read_multiple_files]\neffects.paths = {{ paths = \"read\" }}\n",
+        node(),
+        repo().join("tests/upstream/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
+        s.root,
+    );
+    fs::write(s.path("m/fs.toml"), text).unwrap();
+    fs::write(s.path("ws/a.txt"), "alpha\n").unwrap();
+    fs::write(s.path("ws/b.txt"), "beta\n").unwrap();
+    fs::write(s.path("ws/.env"), format!("TOKEN={SECRET}\n")).unwrap();
+    fs::write(s.path("state/outside.txt"), "outside\n").unwrap();
+    let path = |rel: &str| s.path(rel).display().to_string();
+    let r = s.run(json!([
+        call(
+            "fs__read_multiple_files",
+            json!({"paths": [path("ws/a.txt"), path("ws/b.txt")]}),
+            "inside"
+        ),
+        call(
+            "fs__read_multiple_files",
+            json!({"paths": [path("ws/a.txt"), path("state/outside.txt")]}),
+            "outside"
+        ),
+        call(
+            "fs__read_multiple_files",
+            json!({"paths": [path("ws/.env")]}),
+            "env"
+        ),
+    ]));
+    assert_eq!(r["inside"]["is_error"], false, "{r}");
+    let inside = r["inside"]["text"].as_str().unwrap();
+    assert!(inside.contains("alpha") && inside.contains("beta"), "{r}");
+    assert_eq!(r["outside"]["is_error"], true, "{r}");
+    let outside = r["outside"]["text"].as_str().unwrap();
+    assert!(outside.contains("outside the workspace roots"), "{r}");
+    assert!(!outside.contains("alpha"), "{r}");
+    assert_eq!(r["env"]["is_error"], true, "{r}");
+    assert!(!r.to_string().contains(SECRET), "{r}");
+}
+
+#[test]
+fn a_lazy_server_with_a_lock_starts_on_its_first_call() {
+    let s = Setup::new(FAKE_POLICY);
+    s.fake("block");
+    let manifest = s.path("m/fake.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, format!("{text}start = \"lazy\"\n")).unwrap();
+    let starts = s.path("state/starts");
+    // Its tools are known from the lock file `toolgate pin` writes.
+    let out = Command::new(toolgate())
+        .arg("pin")
+        .args(s.config_args())
+        .arg("fake")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(s.path("m/fake.lock").exists());
+    fs::remove_file(&starts).unwrap();
+    // With the lock, its pinned tools are listed without starting it …
+    let r = s.run(json!([{"do": "list", "as": "tools"}]));
+    assert!(
+        r["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("fake__echo")),
+        "{r}"
+    );
+    assert!(!starts.exists(), "listing tools started the lazy server");
+    // … and the first call starts it, then runs.
+    let r = s.run(json!([
+        call("fake__echo", json!({"text": "hi"}), "first"),
+        call("fake__echo", json!({"text": "again"}), "second"),
+    ]));
+    assert_eq!(r["first"]["is_error"], false, "{r}");
+    assert_eq!(r["first"]["text"], "hi");
+    assert_eq!(r["second"]["text"], "again");
+    let started = fs::read_to_string(&starts).unwrap();
+    assert_eq!(started.lines().count(), 1, "{started}");
+}

@@ -39,8 +39,12 @@ pub enum StartMode {
     /// Before the gateway serves: its tools are listed from the start.
     #[default]
     Eager,
-    /// In the background once the gateway serves; its tools appear (with
-    /// `notifications/tools/list_changed`) when it has answered.
+    /// On first use, when its lock file (`NAME.lock`) says what its tools
+    /// are: they are listed from the lock, and the first call (or resource
+    /// or prompt request) starts it. Without a usable lock (none yet, or
+    /// `pin = "off"`) it starts in the background once the gateway serves,
+    /// and its tools appear (with `notifications/tools/list_changed`) when
+    /// it has answered.
     Lazy,
 }
 

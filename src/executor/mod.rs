@@ -16,6 +16,7 @@ mod after;
 mod batch;
 mod coerce;
 mod events;
+mod passthrough;
 mod pipeline;
 mod prepare;
 mod validate;
@@ -36,6 +37,7 @@ use crate::tools::upstream::Upstreams;
 use crate::tools::{self, MutationQueues, Sandbox, Tool};
 
 pub use after::redact_value;
+pub use passthrough::redact_passthrough;
 
 /// The part of the policy's limits a running tool enforces itself.
 pub fn run_limits(limits: &crate::policy::Limits) -> tools::RunLimits {

@@ -188,6 +188,23 @@ pub fn gather_as(
                 resolved: workspace::resolve(ws, raw),
                 check_roots: true,
             }),
+            // An array-of-paths argument (the compiler allows it only for
+            // `type: array` of strings): each element is one path.
+            Some(Value::Array(items))
+                if items.iter().all(Value::is_string)
+                    && tool.schema().pointer(&format!("/properties/{arg}/type"))
+                        == Some(&Value::from("array")) =>
+            {
+                for raw in items.iter().filter_map(Value::as_str) {
+                    facts.paths.push(PathFact {
+                        source: PathSource::Argument(arg.clone()),
+                        raw: raw.to_string(),
+                        access: *access,
+                        resolved: workspace::resolve(ws, raw),
+                        check_roots: true,
+                    });
+                }
+            }
             Some(other) => facts.problems.push(Finding::new(
                 Decision::Deny,
                 RuleId::PathsResolve,

@@ -41,10 +41,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, RoleServer, ServiceExt, SubscriptionContext,
@@ -54,6 +57,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::approve::{self, Answered, ElicitationApprover, PendingApprovals};
+use super::passthrough;
 use super::Gateway;
 use crate::executor::{Approver, BatchOptions, Event, EventSink, ToolResult};
 use crate::policy::auth::Identity;
@@ -78,6 +82,8 @@ pub struct McpServer {
     log_level: Arc<AtomicU8>,
     /// Stateless-era approval questions; shared by every handler of a server.
     approvals: Arc<PendingApprovals>,
+    /// Upstream resource subscriptions of this session.
+    passthrough: Arc<passthrough::Session>,
 }
 
 /// How an `ask` is put to the user for one request.
@@ -104,6 +110,7 @@ impl McpServer {
             watching: Arc::new(AtomicBool::new(false)),
             log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
             approvals,
+            passthrough: Arc::default(),
         }
     }
 
@@ -223,15 +230,33 @@ pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_logging()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
-        .with_instructions(INSTRUCTIONS)
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        // Upstream servers: their resources, prompts and completions are
+        // passed through (serve/passthrough.rs).
+        if self
+            .gateway
+            .upstreams()
+            .is_some_and(|m| !m.prefixes().is_empty())
+        {
+            let more = ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_resources_subscribe()
+                .enable_completions()
+                .build();
+            capabilities.prompts = more.prompts;
+            capabilities.resources = more.resources;
+            capabilities.completions = more.completions;
+        }
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -323,14 +348,98 @@ impl ServerHandler for McpServer {
     ) -> Result<(), McpError> {
         self.log_level
             .store(level_rank(request.level), Ordering::Relaxed);
+        passthrough::set_level(&self.gateway, request.level).await;
         Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // A handshake-era session: tell it when a reload changes the tools.
+        // A handshake-era session: tell it when a reload changes the tools,
+        // and pass upstream notifications on.
         if !self.watching.swap(true, Ordering::AcqRel) {
+            let identity = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| super::auth::http::identity_of(&parts.extensions));
+            let level = self.log_level.clone();
+            tokio::spawn(passthrough::forward_events(
+                self.gateway.clone(),
+                context.peer.clone(),
+                identity,
+                self.passthrough.clone(),
+                move |l| level_rank(l) >= level.load(Ordering::Relaxed),
+            ));
             tokio::spawn(watch_tools_changed(self.gateway.clone(), context.peer));
         }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        passthrough::list_resources(&self.gateway, caller(&context).as_ref()).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        passthrough::list_resource_templates(&self.gateway, caller(&context).as_ref()).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let who = caller(&context);
+        let result = passthrough::read_resource(&self.gateway, who.as_ref(), request).await;
+        result.map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let who = caller(&context);
+        passthrough::subscribe(&self.gateway, who.as_ref(), &self.passthrough, &request.uri).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let who = caller(&context);
+        passthrough::unsubscribe(&self.gateway, who.as_ref(), &self.passthrough, &request.uri).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        passthrough::list_prompts(&self.gateway, caller(&context).as_ref()).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let who = caller(&context);
+        let result = passthrough::get_prompt(&self.gateway, who.as_ref(), request).await;
+        result.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        passthrough::complete(&self.gateway, caller(&context).as_ref(), request).await
     }
 
     fn accepted_subscription_filter(

@@ -15,6 +15,7 @@ mod http;
 mod log;
 mod mcp;
 mod metrics;
+mod passthrough;
 pub mod reload;
 mod start;
 

@@ -3,18 +3,25 @@
 //! toolgate's stderr line by line with a `[upstream NAME]` prefix, and an
 //! MCP client session (`initialize`, then `tools/list`) over its stdio.
 
+// rmcp marks logging deprecated (2026 era); handshake-era servers use it.
+#![allow(deprecated)]
+
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ResourceUpdatedNotificationParam,
+};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceExt};
 use rmcp::ClientHandler;
 use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
-use tokio::sync::Notify;
+use tokio::sync::{broadcast, Notify};
 
+use super::passthrough::UpstreamEvent;
 use crate::config::server::{ServerTable, UpstreamTool};
 use crate::tools::{Progress, ToolOutput};
 
@@ -25,6 +32,26 @@ pub struct Handler {
     pub progress: Arc<Mutex<HashMap<ProgressToken, Progress>>>,
     /// Signalled when the upstream says its tools changed.
     pub tools_changed: Arc<Notify>,
+    /// Where log records, resource updates and list changes go (with the
+    /// server's name); `None` drops them (`toolgate pin`).
+    pub events: Option<(String, broadcast::Sender<UpstreamEvent>)>,
+}
+
+impl Handler {
+    /// A handler whose notifications reach `events` as server `name`'s.
+    pub fn with_events(name: &str, events: broadcast::Sender<UpstreamEvent>) -> Handler {
+        Handler {
+            events: Some((name.to_string(), events)),
+            ..Handler::default()
+        }
+    }
+
+    fn emit(&self, event: impl FnOnce(String) -> UpstreamEvent) {
+        if let Some((server, tx)) = &self.events {
+            // No receiver (no client session yet) is not an error.
+            let _ = tx.send(event(server.clone()));
+        }
+    }
 }
 
 impl ClientHandler for Handler {
@@ -56,6 +83,33 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    async fn on_logging_message(
+        &self,
+        param: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.emit(|server| UpstreamEvent::Log { server, param });
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.emit(|server| UpstreamEvent::ResourceUpdated {
+            server,
+            uri: params.uri,
+        });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.emit(|_| UpstreamEvent::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.emit(|_| UpstreamEvent::PromptsChanged);
     }
 }
 
@@ -91,6 +145,15 @@ pub fn kill_group(pgid: Option<i32>) {
 
 /// Starts the server and completes the MCP handshake.
 pub async fn connect(table: &ServerTable, workspace: &Path) -> Result<Connection, String> {
+    connect_with(table, workspace, Handler::default()).await
+}
+
+/// [`connect`] with `handler` receiving the server's notifications.
+pub async fn connect_with(
+    table: &ServerTable,
+    workspace: &Path,
+    handler: Handler,
+) -> Result<Connection, String> {
     let argv = table.command.as_deref().unwrap_or_default();
     let Some((program, args)) = argv.split_first() else {
         return Err("no command to run".to_string());
@@ -127,7 +190,6 @@ pub async fn connect(table: &ServerTable, workspace: &Path) -> Result<Connection
         kill_group(pgid);
         return Err("cannot open the server's stdio".to_string());
     };
-    let handler = Handler::default();
     match handler.clone().serve((stdout, stdin)).await {
         Ok(service) => Ok(Connection {
             service,

@@ -10,6 +10,7 @@
 
 mod call;
 mod connect;
+mod passthrough;
 pub mod pin;
 
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ use std::time::Duration;
 use rmcp::service::{Peer, RoleClient};
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::server::{LoadedServer, PinMode, UpstreamCatalog, UpstreamTool};
@@ -30,6 +31,7 @@ use connect::{kill_group, Handler};
 use pin::Lock;
 
 pub use connect::list_tools;
+pub use passthrough::{Answer, UpstreamEvent};
 
 /// How long a server has to start and list its tools.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -43,7 +45,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub struct UpstreamStatus {
     /// The server's name.
     pub name: String,
-    /// `up`, `starting` or `down`.
+    /// `up`, `starting`, `down`, or `idle` (a lazy server not used yet).
     pub state: &'static str,
     /// Why it is down.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -66,6 +68,9 @@ struct State {
     tools: Option<Vec<UpstreamTool>>,
     mismatches: BTreeMap<String, String>,
     restarts: u64,
+    /// A lazy server not started yet: its tools are those of its lock file
+    /// until the first call (or resource/prompt request) starts it.
+    idle: bool,
 }
 
 struct Server {
@@ -153,6 +158,10 @@ pub struct UpstreamManager {
     changed: Arc<watch::Sender<u64>>,
     me: Weak<UpstreamManager>,
     runtime: tokio::runtime::Handle,
+    /// Upstream notifications for the MCP sessions (see `passthrough`).
+    events: broadcast::Sender<UpstreamEvent>,
+    /// Resource subscriptions: (server, upstream URI) -> sessions.
+    subscriptions: Mutex<BTreeMap<(String, String), usize>>,
 }
 
 impl UpstreamManager {
@@ -166,6 +175,8 @@ impl UpstreamManager {
             changed: Arc::new(changed),
             me: me.clone(),
             runtime: tokio::runtime::Handle::current(),
+            events: broadcast::channel(256).0,
+            subscriptions: Mutex::default(),
         })
     }
 
@@ -211,6 +222,16 @@ impl UpstreamManager {
                 state: Mutex::default(),
                 stop: CancellationToken::new(),
             });
+            if let Some(tools) = lazy_tools(loaded) {
+                tracing::info!(server = %name, tools = tools.len(), "lazy upstream server: its pinned tools are listed; it starts on first use");
+                let mut st = server.lock();
+                st.tools = Some(tools);
+                st.idle = true;
+                drop(st);
+                current.insert(name.to_string(), server);
+                changed = true;
+                continue;
+            }
             let (tx, rx) = oneshot::channel();
             if loaded.manifest.server.start == crate::config::server::StartMode::Eager {
                 ready.push(rx);
@@ -218,7 +239,7 @@ impl UpstreamManager {
             self.runtime.spawn(supervise(
                 server.clone(),
                 self.workspace.clone(),
-                self.changed.clone(),
+                (self.changed.clone(), self.events.clone()),
                 Some(tx),
             ));
             current.insert(name.to_string(), server);
@@ -237,6 +258,41 @@ impl UpstreamManager {
         let ready = self.reconcile(servers);
         let all = futures_all(ready);
         let _ = tokio::time::timeout(START_TIMEOUT, all).await;
+    }
+
+    /// Starts `server` if it is an idle lazy one; the receiver resolves once
+    /// it listed its tools (or failed to).
+    fn wake(&self, server: &Arc<Server>) -> Option<oneshot::Receiver<()>> {
+        {
+            let mut st = server.lock();
+            if !st.idle {
+                return None;
+            }
+            st.idle = false;
+        }
+        tracing::info!(
+            server = server.name(),
+            "starting lazy upstream server on first use"
+        );
+        let (tx, rx) = oneshot::channel();
+        self.runtime.spawn(supervise(
+            server.clone(),
+            self.workspace.clone(),
+            (self.changed.clone(), self.events.clone()),
+            Some(tx),
+        ));
+        Some(rx)
+    }
+
+    /// Starts `server` if it is an idle lazy one and waits (up to
+    /// [`START_TIMEOUT`]) until it listed its tools.
+    async fn ensure_started(&self, server: &str) {
+        let Some(s) = self.servers().get(server).cloned() else {
+            return;
+        };
+        if let Some(rx) = self.wake(&s) {
+            let _ = tokio::time::timeout(START_TIMEOUT, rx).await;
+        }
     }
 
     /// What the running servers listed, for the compiler.
@@ -261,6 +317,7 @@ impl UpstreamManager {
                 UpstreamStatus {
                     name: s.name().to_string(),
                     state: match (&st.conn, &st.down) {
+                        _ if st.idle => "idle",
                         (Some(_), _) => "up",
                         (None, Some(_)) => "down",
                         (None, None) => "starting",
@@ -324,7 +381,13 @@ impl Upstreams for Forwarder {
                 .get(server)
                 .cloned()
                 .ok_or_else(|| unavailable("it is not configured"))?;
-            drop(manager);
+            // A lazy server starts on its first call.
+            if let Some(rx) = manager.wake(&s) {
+                drop(manager);
+                let _ = tokio::time::timeout(START_TIMEOUT, rx).await;
+            } else {
+                drop(manager);
+            }
             if let Some(reason) = s.withheld(tool) {
                 return Err(ToolError::new(reason));
             }
@@ -342,12 +405,24 @@ impl Upstreams for Forwarder {
     }
 }
 
+/// The tools of a lazy server that can wait for its first use: those of its
+/// lock file. `None` (start it now, in the background) for an eager server,
+/// or one without a readable lock (its tools must be listed to be known).
+fn lazy_tools(loaded: &LoadedServer) -> Option<Vec<UpstreamTool>> {
+    let table = &loaded.manifest.server;
+    if table.start != crate::config::server::StartMode::Lazy || table.pin == PinMode::Off {
+        return None;
+    }
+    let lock = Lock::read(&loaded.lock_path()?).ok()??;
+    Some(lock.tools())
+}
+
 /// Keeps one server running: start, list, pin check; on exit, restart with
 /// backoff; on stop, kill its process group.
 async fn supervise(
     server: Arc<Server>,
     workspace: PathBuf,
-    changed: Arc<watch::Sender<u64>>,
+    (changed, events): (Arc<watch::Sender<u64>>, broadcast::Sender<UpstreamEvent>),
     mut ready: Option<oneshot::Sender<()>>,
 ) {
     let name = server.name().to_string();
@@ -355,7 +430,8 @@ async fn supervise(
     let mut backoff = FIRST_BACKOFF;
     loop {
         let started = tokio::time::timeout(START_TIMEOUT, async {
-            let conn = connect::connect(&table, &workspace).await?;
+            let handler = Handler::with_events(&name, events.clone());
+            let conn = connect::connect_with(&table, &workspace, handler).await?;
             let tools = match list_tools(&conn.peer()).await {
                 Ok(t) => t,
                 Err(e) => {

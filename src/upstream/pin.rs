@@ -67,6 +67,19 @@ pub fn tool_hash(tool: &UpstreamTool) -> String {
 }
 
 impl Lock {
+    /// The pinned tools, as the server listed them when they were pinned.
+    pub fn tools(&self) -> Vec<UpstreamTool> {
+        self.tools
+            .iter()
+            .map(|(name, t)| UpstreamTool {
+                name: name.clone(),
+                title: None,
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect()
+    }
+
     /// The lock that accepts `tools` as they are.
     pub fn of(server: &str, tools: &[UpstreamTool]) -> Lock {
         Lock {

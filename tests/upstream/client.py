@@ -6,14 +6,22 @@ object with what it saw (the Rust test asserts on it).
 
 STEPS_JSON is a list of steps: {"do": "list"}, {"do": "call", "tool": …,
 "args": …}, {"do": "progress", …}, {"do": "cancel", "after": SECONDS, …},
-{"do": "sleep", "seconds": …}; each may name its report key with "as".
+{"do": "sleep", "seconds": …}, and for what is passed through besides
+tools: {"do": "resources"}, {"do": "templates"}, {"do": "read", "uri": …},
+{"do": "prompts"}, {"do": "prompt", "name": …, "args": …},
+{"do": "complete", "ref": {...}, "argument": {...}, "context": {...}},
+{"do": "level", "level": …}, {"do": "logs"} (the log records so far),
+{"do": "subscribe", "uri": …}, {"do": "unsubscribe", "uri": …},
+{"do": "updates"} (the URIs of resource-updated notifications so far);
+each may name its report key with "as". A JSON-RPC error becomes
+{"raised": true, "code": …, "message": …}.
 """
 
 import json
 import sys
 
 import anyio
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters, types
 
 
 def text_of(result):
@@ -35,9 +43,34 @@ async def call(client, name, args, **kw):
         return {"raised": True, "code": e.code, "message": str(e)}
 
 
+def dumped(result):
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def guarded(make):
+    try:
+        return await make()
+    except MCPError as e:
+        return {"raised": True, "code": e.code, "message": str(e)}
+
+
 async def run(server, steps):
     report = {}
-    async with Client(server, mode="legacy") as client:
+    logs = []
+
+    async def on_log(params):
+        logs.append({"level": params.level, "logger": params.logger, "data": params.data})
+
+    updates = []
+
+    async def on_message(message):
+        inner = getattr(message, "root", message)
+        if getattr(inner, "method", None) == "notifications/resources/updated":
+            updates.append(str(inner.params.uri))
+
+    async with Client(
+        server, mode="legacy", logging_callback=on_log, message_handler=on_message
+    ) as client:
         for i, step in enumerate(steps):
             kind = step["do"]
             key = step.get("as", f"{i}")
@@ -62,6 +95,48 @@ async def run(server, steps):
                 report[key] = "cancelled"
             elif kind == "sleep":
                 await anyio.sleep(step["seconds"])
+            elif kind == "resources":
+                r = await client.list_resources()
+                report[key] = [dumped(x) for x in r.resources]
+            elif kind == "templates":
+                r = await client.list_resource_templates()
+                report[key] = [dumped(x) for x in r.resource_templates]
+            elif kind == "read":
+                report[key] = await guarded(
+                    lambda: client.read_resource(step["uri"], cache_mode="bypass")
+                )
+                if not isinstance(report[key], dict):
+                    report[key] = dumped(report[key])
+            elif kind == "prompts":
+                r = await client.list_prompts()
+                report[key] = [dumped(x) for x in r.prompts]
+            elif kind == "prompt":
+                r = await guarded(lambda: client.get_prompt(step["name"], step.get("args", {})))
+                report[key] = r if isinstance(r, dict) else dumped(r)
+            elif kind == "complete":
+                ref = step["ref"]
+                ref = (
+                    types.PromptReference(type="ref/prompt", name=ref["name"])
+                    if ref["type"] == "ref/prompt"
+                    else types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
+                )
+                r = await guarded(
+                    lambda: client.complete(ref, step["argument"], step.get("context"))
+                )
+                report[key] = r if isinstance(r, dict) else dumped(r)
+            elif kind == "level":
+                await client.set_logging_level(step["level"])
+                report[key] = "set"
+            elif kind == "logs":
+                report[key] = list(logs)
+            elif kind == "subscribe":
+                report[key] = await guarded(lambda: client.subscribe_resource(step["uri"]))
+                report[key] = report[key] if isinstance(report[key], dict) else "ok"
+            elif kind == "unsubscribe":
+                await client.unsubscribe_resource(step["uri"])
+                report[key] = "ok"
+            elif kind == "updates":
+                report[key] = list(updates)
     return report
 
 

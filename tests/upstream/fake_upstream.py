@@ -10,6 +10,10 @@ cannot show on demand. Run by tests/upstream.rs through toolgate:
 - `slow(steps)` reports progress once per step;
 - `crash()` exits the process (toolgate restarts it);
 - `sleep(seconds)` sleeps; when cancelled it writes STATE_DIR/cancelled.
+- `shout(text)` logs the text (`notifications/message`, info) and returns "ok";
+- resources `fake://notes/today` (text) and `fake://notes/raw` (a blob),
+  both holding the text in STATE_DIR/notes (a fake secret, in the tests),
+  and a prompt `recall(topic)` that says the topic.
 Every start appends `start PID` to STATE_DIR/starts.
 """
 
@@ -70,6 +74,35 @@ async def sleep(seconds: float) -> str:
             f.write("cancelled\n")
         raise
     return "slept"
+
+
+@server.tool(description="Log the text.")
+async def shout(text: str, ctx: Context) -> str:
+    await ctx.info(f"shouted {text}")
+    return "ok"
+
+
+def notes():
+    try:
+        with open(state_file("notes")) as f:
+            return f.read()
+    except FileNotFoundError:
+        return "no notes"
+
+
+@server.resource("fake://notes/today", mime_type="text/plain")
+def notes_today() -> str:
+    return notes()
+
+
+@server.resource("fake://notes/raw", mime_type="application/octet-stream")
+def notes_raw() -> bytes:
+    return notes().encode()
+
+
+@server.prompt(description="Recall a topic.")
+def recall(topic: str) -> str:
+    return f"Recall everything about {topic}."
 
 
 if __name__ == "__main__":

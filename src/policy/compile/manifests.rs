@@ -126,20 +126,31 @@ pub(super) fn compile_tools(manifests: &[LoadedManifest], diags: &mut Diagnostic
                 .map(|p| p.get("type").and_then(Value::as_str).unwrap_or(""))
         };
         let mut path_args = Vec::new();
+        // An array of strings is a list of paths (each judged like one).
+        let string_items = |arg: &str| {
+            props
+                .and_then(|p| p.get(arg))
+                .and_then(|p| p.pointer("/items/type"))
+                .and_then(Value::as_str)
+                == Some("string")
+        };
         for (arg, access) in &m.effects.paths {
             match prop_type(arg) {
                 Some("string") => path_args.push((arg.clone(), (*access).into())),
+                Some("array") if string_items(arg) => {
+                    path_args.push((arg.clone(), (*access).into()))
+                }
                 Some(t) => {
                     diags.push(
                         Diagnostic::new(
                             &file.name,
                             positions.effects_path(arg),
                             format!(
-                                "path argument `{}` has type `{t}`; path arguments must be strings",
+                                "path argument `{}` has type `{t}`; path arguments must be strings or arrays of strings",
                                 arg
                             ),
                         )
-                        .with_help("declare it with `type = \"string\"`"),
+                        .with_help("declare it with `type = \"string\"` (or an array with `items.type = \"string\"`)"),
                     );
                     ok = false;
                 }

@@ -341,4 +341,47 @@ mod tests {
         .unwrap_err();
         assert!(err.contains("matches no tool"), "{err}");
     }
+
+    #[test]
+    fn arrays_of_strings_can_be_path_arguments() {
+        let manifest = |items: &str| {
+            format!(
+                "name = \"many\"\ndescription = \"d\"\nimplementation = {{ exec = [\"true\"] }}\n\
+                 [effects]\npaths = {{ files = \"read\" }}\n[parameters]\ntype = \"object\"\n\
+                 properties.files = {{ type = \"array\", items = {{ type = \"{items}\" }} }}\n"
+            )
+        };
+        let err = compile(POLICY, &[("many.toml", &manifest("number"))], None).unwrap_err();
+        assert!(
+            err.contains("must be strings or arrays of strings"),
+            "{err}"
+        );
+        let policy = "version: 1\nextends: [builtin:default]\ntools:\n  active: [read, many]\n";
+        let p = compile(policy, &[("many.toml", &manifest("string"))], None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let ws = crate::policy::Workspace::new(dir.path()).unwrap();
+        let verdict = |name: &str, args: serde_json::Value| {
+            p.evaluate(
+                &ws,
+                &crate::policy::ToolCall {
+                    id: "1".into(),
+                    name: name.into(),
+                    arguments: args,
+                },
+            )
+        };
+        let ok = verdict("many", serde_json::json!({"files": ["a.txt", "b.txt"]}));
+        assert_eq!(ok.decision, crate::policy::Decision::Allow, "{ok:?}");
+        let out = verdict(
+            "many",
+            serde_json::json!({"files": ["a.txt", "/etc/passwd"]}),
+        );
+        assert_eq!(out.decision, crate::policy::Decision::Deny, "{out:?}");
+        let env = verdict("many", serde_json::json!({"files": [".env"]}));
+        assert_eq!(env.decision, crate::policy::Decision::Deny, "{env:?}");
+        // A string path argument given an array is still not a path.
+        let read = verdict("read", serde_json::json!({"path": ["a.txt"]}));
+        assert_eq!(read.decision, crate::policy::Decision::Deny, "{read:?}");
+        assert!(read.reason.contains("must be a string path"), "{read:?}");
+    }
 }
