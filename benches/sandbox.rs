@@ -6,7 +6,11 @@
 //!   the difference is the set-up cost per call (the walk for deny and
 //!   read-only matches, the Landlock ruleset, the seccomp program, a
 //!   private TMPDIR, the mount namespace in the child).
-//! - `prepare`: only the parent's half ([`toolgate::confine::Plan::prepare`]).
+//! - `prepare/open_all` and `prepare/held_system_list`: only the parent's
+//!   half, side by side: [`toolgate::confine::Plan::prepare_once`] opens
+//!   every granted path for the one command (what every call did before),
+//!   [`toolgate::confine::Plan::prepare`] reuses the system list's
+//!   descriptors, held for the process and checked per call.
 //!
 //! Needs Landlock and, for the mount namespace, root. Run:
 //! `cargo bench --bench sandbox`.
@@ -68,7 +72,16 @@ fn bench(c: &mut Criterion) {
     group.finish();
     let ctx = context(ws.path(), policies.path(), true);
     let plan = ctx.confine.clone().unwrap();
-    c.bench_function("prepare", |b| b.iter(|| plan.prepare().unwrap()));
+    let mut group = c.benchmark_group("prepare");
+    group
+        .sample_size(50)
+        .measurement_time(Duration::from_secs(5));
+    // Side by side: every granted path opened for the one command (what
+    // every call did before the system list was held), and the system
+    // list's descriptors held for the process and checked per call.
+    group.bench_function("open_all", |b| b.iter(|| plan.prepare_once().unwrap()));
+    group.bench_function("held_system_list", |b| b.iter(|| plan.prepare().unwrap()));
+    group.finish();
 }
 
 criterion_group!(benches, bench);

@@ -126,6 +126,7 @@ fn sandbox_json(p: &crate::Policy) -> serde_json::Value {
         "landlock_abi": support.landlock_abi,
         "seccomp": support.seccomp,
         "mount_namespace": support.mount_namespace,
+        "user_namespace": support.user_namespace,
         "system_read": SYSTEM_READ,
         "system_write": SYSTEM_WRITE,
         "not_enforced": not_enforced(p, &support),

@@ -30,7 +30,7 @@ pub fn run(config: &ConfigArgs, workspace: &Path, argv: &[OsString]) -> Result<E
     })?;
     let plan = policy.sandbox_plan_always(&ws);
     let prepared = Arc::new(
-        plan.prepare()
+        plan.prepare_once()
             .map_err(|e| CliError::usage(format!("sandbox: {e}")))?,
     );
     if !prepared.not_enforced().is_empty() {

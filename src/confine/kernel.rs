@@ -1,5 +1,6 @@
 //! What this kernel and this process can enforce: the Landlock ABI, seccomp
-//! filters, and mount namespaces.
+//! filters, and mount namespaces (with `CAP_SYS_ADMIN`, or through an
+//! unprivileged user namespace).
 
 use std::fs;
 
@@ -15,17 +16,33 @@ pub struct Support {
     pub landlock_abi: Option<u32>,
     /// seccomp filters can be installed.
     pub seccomp: bool,
-    /// A mount namespace can be made (toolgate runs with `CAP_SYS_ADMIN`).
+    /// A mount namespace can be made: toolgate runs with `CAP_SYS_ADMIN`,
+    /// or it can make an unprivileged user namespace.
     pub mount_namespace: bool,
+    /// The mount namespace comes with an unprivileged user namespace
+    /// (toolgate lacks `CAP_SYS_ADMIN`; see [`super::userns`]).
+    pub user_namespace: bool,
+    /// Why there is no mount namespace, when there is none.
+    pub no_mount_namespace: Option<&'static str>,
 }
 
 impl Support {
     /// Asks the kernel.
     pub fn probe() -> Support {
+        let (mount_namespace, user_namespace, no_mount_namespace) = if has_sys_admin() {
+            (true, false, None)
+        } else {
+            match super::userns::probe() {
+                Ok(()) => (true, true, None),
+                Err(why) => (false, false, Some(why)),
+            }
+        };
         Support {
             landlock_abi: landlock_abi(),
             seccomp: seccomp_available(),
-            mount_namespace: has_sys_admin(),
+            mount_namespace,
+            user_namespace,
+            no_mount_namespace,
         }
     }
 
@@ -54,15 +71,22 @@ impl Support {
                     "not available"
                 }
             ),
-            format!(
-                "mount namespace: {}",
-                if self.mount_namespace {
-                    "available (CAP_SYS_ADMIN)"
-                } else {
-                    "not available (toolgate runs without CAP_SYS_ADMIN)"
-                }
-            ),
+            format!("mount namespace: {}", self.mount_namespace_text()),
         ]
+    }
+}
+
+impl Support {
+    /// How the mount namespace is made, or why it cannot be.
+    pub fn mount_namespace_text(&self) -> String {
+        match (self.mount_namespace, self.user_namespace) {
+            (true, false) => "available (CAP_SYS_ADMIN)".to_string(),
+            (true, true) => "available (unprivileged user namespace)".to_string(),
+            (false, _) => format!(
+                "not available (toolgate runs without CAP_SYS_ADMIN, and no unprivileged user namespace: {})",
+                self.no_mount_namespace.unwrap_or("unknown")
+            ),
+        }
     }
 }
 

@@ -16,7 +16,10 @@
 //!   neither read nor written.
 //! - **A mount namespace** ([`mounts`]): existing `paths.read_only` matches
 //!   inside the roots become read-only, existing `paths.deny` matches are
-//!   covered.
+//!   covered. As root (`CAP_SYS_ADMIN`) a plain mount namespace; otherwise
+//!   one owned by an unprivileged user namespace ([`userns`]) where the
+//!   kernel allows it; without either, these are not enforced (a `required`
+//!   plan then fails when they match something).
 //! - **seccomp** ([`seccomp`]): with `network: deny`, only Unix sockets.
 
 mod kernel;
@@ -24,6 +27,7 @@ pub mod mounts;
 mod rules;
 mod seccomp;
 mod system;
+mod userns;
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -34,6 +38,7 @@ pub use crate::config::policy_file::SandboxNetwork as Network;
 use crate::workspace::{GlobList, Workspace};
 pub use kernel::{Support, NO_LANDLOCK_ENV};
 pub use system::{SYSTEM_READ, SYSTEM_WRITE};
+pub use userns::NO_USERNS_ENV;
 
 use rules::Grant;
 
@@ -65,6 +70,7 @@ pub struct Prepared {
     landlock: Option<OwnedFd>,
     filter: Option<Arc<seccomp::NetworkFilter>>,
     covers: Option<mounts::Covers>,
+    userns: Option<userns::UserNs>,
     strings: mounts::MountStrings,
     tmp: tempfile::TempDir,
     gaps: Vec<String>,
@@ -94,16 +100,28 @@ impl Plan {
             gaps.push("seccomp is not available: `network: deny` is not enforced".to_string());
         }
         if covers && !support.mount_namespace {
-            gaps.push("no mount namespace (toolgate lacks CAP_SYS_ADMIN): `paths.read_only` and `paths.deny` matches inside the roots are not protected".to_string());
+            gaps.push(format!(
+                "no mount namespace (toolgate lacks CAP_SYS_ADMIN, and no unprivileged user namespace: {}): `paths.read_only` and `paths.deny` matches inside the roots are not protected",
+                support.no_mount_namespace.unwrap_or("unknown")
+            ));
         }
         gaps
     }
 
-    /// Every path the Landlock ruleset grants, with its grant.
+    /// Every path the Landlock ruleset grants, with its grant: the
+    /// built-in system list, then the plan's own ([`Plan::own_grants`]).
     pub fn grants<'a>(&'a self, tmp: &'a Path) -> Vec<(&'a Path, Grant)> {
         let mut out: Vec<(&Path, Grant)> = Vec::new();
         out.extend(SYSTEM_READ.iter().map(|p| (Path::new(*p), Grant::Read)));
         out.extend(SYSTEM_WRITE.iter().map(|p| (Path::new(*p), Grant::Write)));
+        out.extend(self.own_grants(tmp));
+        out
+    }
+
+    /// The paths the plan itself grants: `sandbox.read`, the roots,
+    /// `sandbox.write` and the temporary directory `tmp`.
+    pub fn own_grants<'a>(&'a self, tmp: &'a Path) -> Vec<(&'a Path, Grant)> {
+        let mut out: Vec<(&Path, Grant)> = Vec::new();
         out.extend(self.read.iter().map(|p| (p.as_path(), Grant::Read)));
         out.extend(self.roots.iter().map(|p| (p.as_path(), Grant::Write)));
         out.extend(self.write.iter().map(|p| (p.as_path(), Grant::Write)));
@@ -114,7 +132,26 @@ impl Plan {
     /// Builds everything for one command. Fails when the plan is
     /// `required` and the kernel lacks something it needs; otherwise what
     /// cannot be enforced is warned about once (on stderr) and left out.
+    ///
+    /// The built-in system list's descriptors are opened on first use and
+    /// kept for the process (checked, not reopened, per command: see
+    /// `rules`); everything that depends on the plan or the moment — the
+    /// walk for `deny`/`read_only` matches, the roots' and
+    /// `sandbox.read`/`write`'s descriptors, the temporary directory — is
+    /// made for each command.
     pub fn prepare(&self) -> Result<Prepared, String> {
+        self.prepare_with(true)
+    }
+
+    /// [`Plan::prepare`] for a process that confines a single command
+    /// (`toolgate sandbox`): every path is opened for this command only,
+    /// nothing is kept.
+    pub fn prepare_once(&self) -> Result<Prepared, String> {
+        self.prepare_with(false)
+    }
+
+    /// `held`: the system list through the process's held descriptors.
+    fn prepare_with(&self, held: bool) -> Result<Prepared, String> {
         let support = Support::cached();
         let covers = mounts::find(&self.workspace, &self.roots, &self.deny, &self.read_only)?;
         let gaps = self.gaps(&support, !covers.is_empty());
@@ -137,7 +174,8 @@ impl Plan {
             .tempdir()
             .map_err(|e| format!("the sandbox's temporary directory cannot be made: {e}"))?;
         let landlock = match support.landlock_abi {
-            Some(_) => rules::build(&self.grants(tmp.path()))?,
+            Some(_) if held => rules::build(&self.own_grants(tmp.path()))?,
+            Some(_) => rules::build_once(&self.own_grants(tmp.path()))?,
             None => None,
         };
         if landlock.is_none() && self.required {
@@ -151,10 +189,13 @@ impl Plan {
             _ => None,
         };
         let covers = (support.mount_namespace && !covers.is_empty()).then_some(covers);
+        let userns =
+            (covers.is_some() && support.user_namespace).then(userns::UserNs::for_current_user);
         Ok(Prepared {
             landlock,
             filter,
             covers,
+            userns,
             strings: mounts::MountStrings::default(),
             tmp,
             gaps,
@@ -196,7 +237,7 @@ impl Prepared {
     /// call it in toolgate's own process.
     pub fn apply_in_child(&self) -> io::Result<()> {
         if let Some(covers) = &self.covers {
-            covers.apply(&self.strings)?;
+            covers.apply(&self.strings, self.userns.as_ref())?;
         }
         // SAFETY: prctl with integer arguments only.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {

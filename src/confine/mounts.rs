@@ -36,7 +36,9 @@ pub enum Cover {
 pub struct Covers {
     /// The paths found, with what to do.
     pub paths: Vec<(Cover, PathBuf)>,
-    prepared: Vec<(Cover, CString)>,
+    /// The paths as the child needs them, with the `nosuid`, `nodev` and
+    /// `noexec` flags of the mount each is on (for a read-only cover).
+    prepared: Vec<(Cover, CString, libc::c_ulong)>,
 }
 
 /// Walks `roots` for existing matches of the globs.
@@ -88,12 +90,43 @@ pub fn find(
     }
     let prepared = out
         .iter()
-        .map(|(c, p)| Ok((*c, cstring(p)?)))
+        .map(|(c, p)| {
+            let kept = match c {
+                Cover::ReadOnly => kept_flags(p),
+                _ => 0,
+            };
+            Ok((*c, cstring(p)?, kept))
+        })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(Covers {
         paths: out,
         prepared,
     })
+}
+
+/// `nosuid`, `nodev` and `noexec` of the mount `path` is on, as `MS_*`
+/// flags: a read-only remount keeps them (in a user namespace it may not
+/// clear them, they are locked; and it should not anywhere). Asked in the
+/// parent (`statvfs` is not async-signal-safe).
+fn kept_flags(path: &Path) -> libc::c_ulong {
+    let Ok(c) = cstring(path) else { return 0 };
+    // SAFETY: `statvfs` is plain data; zeroed is a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a pointer to a local.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    let mut flags = 0;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+    ] {
+        if st.f_flag & st_flag != 0 {
+            flags |= ms_flag;
+        }
+    }
+    flags
 }
 
 fn cstring(p: &Path) -> Result<CString, String> {
@@ -152,16 +185,26 @@ impl Covers {
         self.prepared.is_empty()
     }
 
-    /// In the forked child: a new mount namespace, private so that nothing
-    /// reaches the parent's, then every cover. Async-signal-safe.
-    pub fn apply(&self, s: &MountStrings) -> io::Result<()> {
-        // SAFETY: unshare only changes this process's namespaces.
-        if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-            return Err(io::Error::last_os_error());
+    /// In the forked child: a new mount namespace (owned by a new user
+    /// namespace when `userns` is given), private so that nothing reaches
+    /// the parent's, then every cover. Async-signal-safe.
+    pub fn apply(
+        &self,
+        s: &MountStrings,
+        userns: Option<&super::userns::UserNs>,
+    ) -> io::Result<()> {
+        match userns {
+            Some(ns) => ns.enter()?,
+            // SAFETY: unshare only changes this process's namespaces.
+            None => {
+                if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
         }
         mount(None, &s.root, None, libc::MS_REC | libc::MS_PRIVATE, None)?;
         let locked = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-        for (cover, path) in &self.prepared {
+        for (cover, path, kept) in &self.prepared {
             match cover {
                 Cover::ReadOnly => {
                     mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
@@ -169,7 +212,7 @@ impl Covers {
                         None,
                         path,
                         None,
-                        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+                        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | *kept,
                         None,
                     )?;
                 }
