@@ -21,7 +21,9 @@
 //! the code-with-secrets text to `DIR/corpus.txt`, the clean text to
 //! `DIR/clean.txt` and the rules as POSIX
 //! extended regexes to `DIR/patterns.ere`, for the GNU grep comparison in
-//! docs/performance.md.
+//! docs/performance.md; and the 22 formats of [`GREP_FORMATS`] both as
+//! `DIR/patterns22.ere` and as a policy of those rules alone,
+//! `DIR/policy22.yaml`, for `benches/redact_grep/run.py`.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -238,8 +240,41 @@ fn stream(redactor: &Redactor, text: &str) -> usize {
     out + s.finish().len()
 }
 
+/// The built-in formats of the whole-process comparison with GNU grep: the
+/// token formats with a fixed prefix and bounded repetitions that GNU
+/// grep's DFA handles without blowing up (the others, e.g. `jwt`'s
+/// `{10,2048}`, take it minutes on the corpus), including three of the
+/// corpus's six secret formats (GitHub PAT, AWS key id, the private key's
+/// `BEGIN` line).
+const GREP_FORMATS: [&str; 22] = [
+    "aws-access-key-id",
+    "google-api-key",
+    "gcp-oauth-client-secret",
+    "alibaba-access-key-id",
+    "digitalocean-token",
+    "stripe-webhook-secret",
+    "square-access-token",
+    "shopify-token",
+    "huggingface-access-token",
+    "replicate-api-token",
+    "perplexity-api-key",
+    "nvidia-api-key",
+    "crates-io-api-token",
+    "rubygems-api-key",
+    "docker-hub-pat",
+    "sendgrid-api-key",
+    "linear-api-key",
+    "new-relic-user-api-key",
+    "github-pat",
+    "github-app-token",
+    "github-refresh-token",
+    "private-key",
+];
+
 /// Writes the corpus and the rules as POSIX EREs (one per line) for
-/// `grep -E -o -f patterns.ere corpus.txt`.
+/// `grep -E -o -f patterns.ere corpus.txt`; likewise the [`GREP_FORMATS`]
+/// alone, and a policy of just those rules (same regexes and keywords, no
+/// allowlists or block continuation: what grep is given).
 fn write_corpus(dir: &str, text: &str, clean: &str) {
     std::fs::create_dir_all(dir).expect("corpus dir");
     std::fs::write(format!("{dir}/corpus.txt"), text).expect("corpus");
@@ -252,6 +287,29 @@ fn write_corpus(dir: &str, text: &str, clean: &str) {
         patterns.push('\n');
     }
     std::fs::write(format!("{dir}/patterns.ere"), patterns).expect("patterns");
+
+    let mut patterns = String::new();
+    let mut policy = String::from("version: 1\nredact:\n  defaults: false\n  rules:\n");
+    for id in GREP_FORMATS {
+        let r = default_rules()
+            .into_iter()
+            .find(|r| r.id == id)
+            .expect("a built-in format");
+        let ascii = ascii_perl_classes(&r.regex).expect("parse");
+        patterns.push_str(&ere(&regex_syntax::parse(&ascii).expect("parse")));
+        patterns.push('\n');
+        let group = match r.secret_group {
+            toolgate::policy::redact::SecretGroup::Index(n) => n,
+            _ => 0,
+        };
+        // JSON is YAML.
+        let rule = serde_json::json!({
+            "id": r.id, "regex": r.regex, "keywords": r.keywords, "secret_group": group,
+        });
+        policy.push_str(&format!("    - {rule}\n"));
+    }
+    std::fs::write(format!("{dir}/patterns22.ere"), patterns).expect("patterns");
+    std::fs::write(format!("{dir}/policy22.yaml"), policy).expect("policy");
 }
 
 /// Prints a HIR as a POSIX extended regex (with GNU's `\b`). Case folding is

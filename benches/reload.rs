@@ -4,8 +4,8 @@
 //! Each iteration rewrites the policy (alternating between a version that
 //! allows reading `notes.txt` and one that denies it) and polls the
 //! gateway's decision until it flips. The time includes the file-system
-//! event, the debounce ([`toolgate::serve::reload::DEBOUNCE`]), compiling the
-//! policy and the atomic swap. Criterion reports the mean and median; the
+//! event, the quiet period ([`toolgate::serve::reload::QUIET`]), compiling
+//! the policy and the atomic swap. Criterion reports the mean and median; the
 //! bench also prints the median and p99 of every save it timed.
 //!
 //! Run: `cargo bench --bench reload`.

@@ -177,14 +177,17 @@ fn forty_reloads_during_continuous_calls_drop_nothing() {
         .build()
         .unwrap();
 
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let made = Arc::new(AtomicUsize::new(0));
     let caller = {
-        let (gateway, stop) = (gateway.clone(), stop.clone());
+        let (gateway, stop, made) = (gateway.clone(), stop.clone(), made.clone());
         runtime.spawn(async move {
             let mut results = Vec::new();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) {
                 let r = gateway.call(read_notes(), BatchOptions::default()).await;
                 results.push(r);
+                made.fetch_add(1, Ordering::Relaxed);
             }
             results
         })
@@ -199,8 +202,14 @@ fn forty_reloads_during_continuous_calls_drop_nothing() {
             gateway.status().reloads_ok > before
         });
         applied += 1;
+        // Calls keep running across every reload: at least one more after
+        // this one (a reload takes only tens of milliseconds now).
+        let calls = made.load(Ordering::Relaxed);
+        eventually("a call after the reload", || {
+            made.load(Ordering::Relaxed) > calls
+        });
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
     let results = runtime.block_on(caller).unwrap();
     assert_eq!(applied, 40);
     assert!(results.len() > 40, "calls kept flowing: {}", results.len());
@@ -242,4 +251,116 @@ fn forty_reloads_during_continuous_calls_drop_nothing() {
         let expected = if result.is_error { "deny" } else { "allow" };
         assert_eq!(line["decision"], expected, "{line}");
     }
+}
+
+/// Waits a while for any reload a save might still cause, then says how
+/// many the watcher made and that none was rejected.
+fn settle_and_count(gateway: &Gateway, watch: &reload::ReloadHandle) -> u64 {
+    std::thread::sleep(reload::WRITE_QUIET * 3);
+    assert_eq!(
+        gateway.status().reloads_failed,
+        0,
+        "no half-save was loaded"
+    );
+    watch.attempts()
+}
+
+#[test]
+fn a_vim_style_save_is_one_reload() {
+    use std::io::Write;
+    let s = Setup::new();
+    let policy = s.path("policies/main.yaml");
+    let backup = s.path("policies/main.yaml~");
+    std::fs::write(&policy, ALLOW_NOTES).unwrap();
+    let gateway = s.gateway(&s.path("policies"), None);
+    let watch = reload::watch(gateway.clone()).unwrap();
+
+    // What vim (`backupcopy=auto`, `writebackup`) does: probe the folder
+    // with a file named 4913, rename the original away as the backup, write
+    // the new file (slowly: more than the quiet period between its writes,
+    // as a large file or an fsync takes), close it, set its mode, remove
+    // the backup. Halfway, the folder has no policy file at all, then a
+    // policy without the deny.
+    let probe = s.path("policies/4913");
+    std::fs::write(&probe, "").unwrap();
+    std::fs::remove_file(&probe).unwrap();
+    std::fs::rename(&policy, &backup).unwrap();
+    let mut file = std::fs::File::create(&policy).unwrap();
+    let (head, tail) = DENY_NOTES.split_at(DENY_NOTES.find("paths").unwrap());
+    file.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(reload::QUIET * 3);
+    file.write_all(tail.as_bytes()).unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    let mode = std::fs::metadata(&backup).unwrap().permissions();
+    std::fs::set_permissions(&policy, mode).unwrap();
+    std::fs::remove_file(&backup).unwrap();
+
+    eventually("the save to apply", || decision(&gateway) == Decision::Deny);
+    assert_eq!(
+        settle_and_count(&gateway, &watch),
+        1,
+        "one save, one reload"
+    );
+    assert_eq!(gateway.status().reloads_ok, 1);
+}
+
+#[test]
+fn a_slow_in_place_save_is_one_reload() {
+    use std::io::Write;
+    let s = Setup::new();
+    let policy = s.path("policies/main.yaml");
+    std::fs::write(&policy, ALLOW_NOTES).unwrap();
+    let gateway = s.gateway(&s.path("policies"), None);
+    let watch = reload::watch(gateway.clone()).unwrap();
+
+    // Truncate and write in three pieces with pauses longer than the quiet
+    // period; each prefix is a valid policy of its own.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&policy)
+        .unwrap();
+    for piece in [ALLOW_NOTES, "paths:\n", "  deny: [\"notes.txt\"]\n"] {
+        file.write_all(piece.as_bytes()).unwrap();
+        std::thread::sleep(reload::QUIET * 3);
+    }
+    drop(file);
+
+    eventually("the save to apply", || decision(&gateway) == Decision::Deny);
+    assert_eq!(
+        settle_and_count(&gateway, &watch),
+        1,
+        "one save, one reload"
+    );
+    assert_eq!(gateway.status().reloads_ok, 1);
+}
+
+#[test]
+fn a_burst_of_quick_saves_is_one_reload_of_the_last() {
+    let s = Setup::new();
+    let policy = s.path("policies/main.yaml");
+    std::fs::write(&policy, ALLOW_NOTES).unwrap();
+    let gateway = s.gateway(&s.path("policies"), None);
+    let watch = reload::watch(gateway.clone()).unwrap();
+
+    // Five rename saves (temp file, rename) back to back, as a
+    // format-on-save or a script writing several times does.
+    for i in 0..5 {
+        let tmp = s.path(&format!("policies/.main.yaml.{i}.tmp"));
+        let text = if i % 2 == 0 { DENY_NOTES } else { ALLOW_NOTES };
+        std::fs::write(&tmp, format!("# save {i}\n{text}")).unwrap();
+        std::fs::rename(&tmp, &policy).unwrap();
+    }
+    eventually("the last save to apply", || {
+        decision(&gateway) == Decision::Deny
+    });
+    assert_eq!(
+        settle_and_count(&gateway, &watch),
+        1,
+        "one burst, one reload"
+    );
+    assert!(std::fs::read_to_string(&policy)
+        .unwrap()
+        .starts_with("# save 4"));
 }

@@ -99,13 +99,28 @@ impl<'r> StreamRedactor<'r> {
     /// Adds `chunk` and returns the redacted text that is safe to emit now
     /// (possibly empty: the tail is held back until it cannot be a secret).
     pub fn push(&mut self, chunk: &str) -> String {
+        let mut out = String::new();
+        self.push_into(chunk, &mut out);
+        out
+    }
+
+    /// Like [`StreamRedactor::push`], appending the output to `out` (so one
+    /// buffer can serve every chunk).
+    pub fn push_into(&mut self, chunk: &str, out: &mut String) {
         self.buf.push_str(chunk);
-        self.step(false)
+        self.step(false, out)
     }
 
     /// Ends the text and returns the rest of the redacted output.
-    pub fn finish(mut self) -> String {
-        self.step(true)
+    pub fn finish(self) -> String {
+        let mut out = String::new();
+        self.finish_into(&mut out);
+        out
+    }
+
+    /// Like [`StreamRedactor::finish`], appending the output to `out`.
+    pub fn finish_into(mut self, out: &mut String) {
+        self.step(true, out)
     }
 
     /// Bytes held back right now: what memory the stream needs beyond a chunk.
@@ -113,7 +128,7 @@ impl<'r> StreamRedactor<'r> {
         self.buf.len()
     }
 
-    fn step(&mut self, eof: bool) -> String {
+    fn step(&mut self, eof: bool, out: &mut String) {
         let r = self.redactor;
         let end = self.base + self.buf.len();
         self.scanner
@@ -122,22 +137,19 @@ impl<'r> StreamRedactor<'r> {
         while !self.buf.is_char_boundary(frontier - self.base) {
             frontier -= 1;
         }
-        let mut out = String::new();
         sort_spans(&mut self.pending);
         let ready = self.pending.partition_point(|s| s.start < frontier);
         for span in &self.pending[..ready] {
-            self.emitter.span(r, span, &self.buf, self.base, &mut out);
+            self.emitter.span(r, span, &self.buf, self.base, out);
         }
         self.pending.drain(..ready);
-        self.emitter
-            .text_until(frontier, &self.buf, self.base, &mut out);
+        self.emitter.text_until(frontier, &self.buf, self.base, out);
         let mut keep = frontier.saturating_sub(r.look_behind()).max(self.base);
         while !self.buf.is_char_boundary(keep - self.base) {
             keep -= 1;
         }
         self.buf.drain(..keep - self.base);
         self.base = keep;
-        out
     }
 }
 
@@ -154,6 +166,8 @@ pub fn redact_io(r: &Redactor, mut input: impl Read, mut output: impl Write) -> 
     // Bytes `..held` are an incomplete UTF-8 sequence left from the last read
     // (at most 3); each read goes in after them, so nothing is copied twice.
     let mut buf = vec![0u8; READ_CHUNK + 4];
+    // One output buffer for every chunk: written out, then emptied.
+    let mut out = String::with_capacity(READ_CHUNK + 256);
     let mut held = 0;
     loop {
         let n = match input.read(&mut buf[held..]) {
@@ -167,14 +181,14 @@ pub fn redact_io(r: &Redactor, mut input: impl Read, mut output: impl Write) -> 
         loop {
             match std::str::from_utf8(rest) {
                 Ok(text) => {
-                    output.write_all(stream.push(text).as_bytes())?;
+                    stream.push_into(text, &mut out);
                     rest = &[];
                     break;
                 }
                 Err(e) => {
                     let (valid, after) = rest.split_at(e.valid_up_to());
                     let text = std::str::from_utf8(valid).unwrap_or_default();
-                    output.write_all(stream.push(text).as_bytes())?;
+                    stream.push_into(text, &mut out);
                     match e.error_len() {
                         None => {
                             rest = after;
@@ -182,7 +196,8 @@ pub fn redact_io(r: &Redactor, mut input: impl Read, mut output: impl Write) -> 
                         }
                         Some(bad) => {
                             let done = std::mem::replace(&mut stream, r.stream());
-                            output.write_all(done.finish().as_bytes())?;
+                            done.finish_into(&mut out);
+                            write_out(&mut output, &mut out)?;
                             output.write_all(&after[..bad])?;
                             rest = &after[bad..];
                         }
@@ -190,11 +205,20 @@ pub fn redact_io(r: &Redactor, mut input: impl Read, mut output: impl Write) -> 
                 }
             }
         }
+        write_out(&mut output, &mut out)?;
         held = rest.len();
         buf.copy_within(total - held..total, 0);
     }
-    output.write_all(stream.finish().as_bytes())?;
+    stream.finish_into(&mut out);
+    write_out(&mut output, &mut out)?;
     // Bytes of a sequence the input cut short.
     output.write_all(&buf[..held])?;
     output.flush()
+}
+
+/// Writes `out` and empties it (keeping its memory).
+fn write_out(output: &mut impl Write, out: &mut String) -> io::Result<()> {
+    output.write_all(out.as_bytes())?;
+    out.clear();
+    Ok(())
 }
