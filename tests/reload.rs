@@ -192,6 +192,7 @@ fn forty_reloads_during_continuous_calls_drop_nothing() {
             results
         })
     };
+    eventually("the first call", || made.load(Ordering::Relaxed) > 0);
     let mut applied = 0;
     for i in 0..40 {
         let before = gateway.status().reloads_ok;
