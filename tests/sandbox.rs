@@ -570,16 +570,14 @@ fn read_only_and_deny_hold_for_an_unprivileged_user_through_a_user_namespace() {
     }
 }
 
+/// Runs a shell script in a scratch workspace with extra environment.
+type RunIn<'a> = &'a dyn Fn(&Scratch, &str, &[(&str, &str)]) -> Output;
+
 /// Without a mount namespace: `required: true` refuses to run and names the
 /// gap; `required: false` warns and runs with Landlock only — writing
 /// outside the roots still fails, but the denied file is readable (the
 /// documented loss).
-fn fallback_holds(
-    strict: &Scratch,
-    lax: &Scratch,
-    run: &dyn Fn(&Scratch, &str, &[(&str, &str)]) -> Output,
-    env: &[(&str, &str)],
-) {
+fn fallback_holds(strict: &Scratch, lax: &Scratch, run: RunIn<'_>, env: &[(&str, &str)]) {
     let o = run(strict, "echo ran > ran.txt", env);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
