@@ -172,6 +172,7 @@ fn upstream_tools_run_through_the_one_pipeline() {
         [
             "fake__crash",
             "fake__echo",
+            "fake__shout",
             "fake__sleep",
             "fake__slow",
             "fake__structured",
