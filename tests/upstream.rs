@@ -172,6 +172,7 @@ fn upstream_tools_run_through_the_one_pipeline() {
         [
             "fake__crash",
             "fake__echo",
+            "fake__shout",
             "fake__sleep",
             "fake__slow",
             "fake__structured",
@@ -874,4 +875,53 @@ fn a_lazy_server_with_a_lock_starts_on_its_first_call() {
     assert_eq!(r["second"]["text"], "again");
     let started = fs::read_to_string(&starts).unwrap();
     assert_eq!(started.lines().count(), 1, "{started}");
+}
+
+#[test]
+fn sampling_and_elicitation_requests_reach_the_client_redacted() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"ev__*\"]\n",
+    );
+    everything(&s);
+    // server-everything adds these tools after the handshake (when the
+    // client declared sampling and elicitation) and says so with
+    // tools/list_changed: give toolgate a moment to list them again. (With
+    // `pin = "block"` they would be withheld as new since the first load.)
+    let manifest = s.path("m/everything.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, format!("{text}pin = \"off\"\n")).unwrap();
+    let r = s.run(json!([
+        {"do": "sleep", "seconds": 3.0},
+        {"do": "list", "as": "tools"},
+        call("ev__trigger-sampling-request", json!({"prompt": format!("hi {SECRET}")}), "sampling"),
+        call("ev__trigger-elicitation-request", json!({}), "elicitation"),
+        {"do": "asked", "as": "asked"},
+    ]));
+    let tools = r["tools"].as_array().unwrap();
+    assert!(
+        tools.contains(&json!("ev__trigger-sampling-request")),
+        "{r}"
+    );
+    assert_eq!(r["sampling"]["is_error"], false, "{r}");
+    // The client saw the upstream's request, redacted …
+    let asked = r["asked"].as_array().unwrap();
+    let sampled = asked[0]["sampling"].as_str().unwrap();
+    assert!(sampled.contains("hi [REDACTED:github-pat]"), "{r}");
+    // … and its answer went back to the upstream, which returned it.
+    let text = r["sampling"]["text"].as_str().unwrap();
+    assert!(
+        text.contains(
+            "sampled: Resource trigger-sampling-request context: hi [REDACTED:github-pat]"
+        ),
+        "{r}"
+    );
+    assert_eq!(r["elicitation"]["is_error"], false, "{r}");
+    assert!(asked[1]["elicitation"].is_string(), "{r}");
+    let text = r["elicitation"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("User provided the requested information"),
+        "{r}"
+    );
+    assert!(text.contains("Ada "), "{r}");
+    assert!(!r.to_string().contains(SECRET), "{r}");
 }

@@ -361,6 +361,9 @@ impl ServerHandler for McpServer {
                 .get::<axum::http::request::Parts>()
                 .and_then(|parts| super::auth::http::identity_of(&parts.extensions));
             let level = self.log_level.clone();
+            self.gateway
+                .clients
+                .add(context.peer.clone(), identity.clone());
             tokio::spawn(passthrough::forward_events(
                 self.gateway.clone(),
                 context.peer.clone(),

@@ -123,6 +123,8 @@ pub struct Gateway {
     upstream: Option<Arc<UpstreamManager>>,
     /// Checks HTTP callers under the active policy's `auth:`.
     auth: ArcSwapOption<auth::Authenticator>,
+    /// MCP sessions upstream sampling and elicitation requests may go to.
+    clients: Arc<passthrough::Clients>,
 }
 
 /// The checker for `policy`'s `auth:` (`None` without one), or why it
@@ -199,7 +201,7 @@ impl Gateway {
         }
         let (tools_changed, _) = watch::channel(0);
         let (reloads, _) = watch::channel(0);
-        Ok(Arc::new(Gateway {
+        let gateway = Arc::new(Gateway {
             executor,
             config,
             status: Mutex::new(status),
@@ -209,7 +211,15 @@ impl Gateway {
             reloads,
             upstream,
             auth: ArcSwapOption::new(authenticator),
-        }))
+            clients: Arc::default(),
+        });
+        if let Some(m) = &gateway.upstream {
+            m.set_client_ask(passthrough::client_ask(
+                Arc::downgrade(&gateway),
+                gateway.clients.clone(),
+            ));
+        }
+        Ok(gateway)
     }
 
     /// The upstream servers, when the gateway runs them.

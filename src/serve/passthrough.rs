@@ -43,7 +43,7 @@ use super::Gateway;
 use crate::config::manifest::Implementation;
 use crate::executor::redact_passthrough;
 use crate::policy::auth::Identity;
-use crate::upstream::{UpstreamEvent, UpstreamManager};
+use crate::upstream::{ClientAsk, UpstreamEvent, UpstreamManager};
 
 /// The URI scheme of upstream resources.
 const SCHEME: &str = "toolgate://";
@@ -427,6 +427,91 @@ pub async fn forward_events(
             return;
         }
     }
+}
+
+/// The handshake-era sessions an upstream's sampling and elicitation
+/// requests may go to.
+#[derive(Default)]
+pub struct Clients(Mutex<Vec<(Peer<RoleServer>, Option<Identity>)>>);
+
+impl Clients {
+    /// Records a session that finished its handshake.
+    pub fn add(&self, peer: Peer<RoleServer>, identity: Option<Identity>) {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|(p, _)| !p.is_transport_closed());
+        all.push((peer, identity));
+    }
+
+    /// The one open session that sees `server` and declared `capability`
+    /// (`sampling` or `elicitation`). Several are an error: toolgate cannot
+    /// tell whose call the request belongs to, and asking the wrong user
+    /// would show them another session's data.
+    fn one_for(
+        &self,
+        gateway: &Gateway,
+        server: &str,
+        capability: &str,
+    ) -> Result<Peer<RoleServer>, String> {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|(p, _)| !p.is_transport_closed());
+        let fit: Vec<&Peer<RoleServer>> = all
+            .iter()
+            .filter(|(p, who)| {
+                visible(gateway, who.as_ref()).contains_key(server)
+                    && p.peer_info()
+                        .and_then(|i| serde_json::to_value(&i.capabilities).ok())
+                        .is_some_and(|c| c.get(capability).is_some_and(|v| !v.is_null()))
+            })
+            .map(|(p, _)| p)
+            .collect();
+        match fit.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(format!(
+                "no connected client that sees upstream {server} declared {capability}"
+            )),
+            _ => Err(format!(
+                "several connected clients see upstream {server}; toolgate cannot tell \
+                 which one this {capability} request is for"
+            )),
+        }
+    }
+}
+
+/// The gateway's answer to upstream sampling (`sampling/createMessage`) and
+/// elicitation (`elicitation/create`) requests: put to the one client that
+/// sees the server, with the request and the answer redacted (a secret goes
+/// neither from an upstream to the user or model, nor back).
+pub fn client_ask(gateway: std::sync::Weak<Gateway>, clients: Arc<Clients>) -> ClientAsk {
+    Arc::new(move |server, method, mut params| {
+        let gateway = gateway.clone();
+        let clients = clients.clone();
+        Box::pin(async move {
+            let gateway = gateway.upgrade().ok_or("toolgate is shutting down")?;
+            let capability = if method == "elicitation/create" {
+                "elicitation"
+            } else {
+                "sampling"
+            };
+            let peer = clients.one_for(&gateway, &server, capability)?;
+            redact_passthrough(&gateway.policy(), &mut params);
+            let bad = |e: serde_json::Error| format!("{method}: {e}");
+            let mut answer = if capability == "elicitation" {
+                let r = peer
+                    .create_elicitation(serde_json::from_value(params).map_err(bad)?)
+                    .await
+                    .map_err(|e| format!("{method}: the client: {e}"))?;
+                serde_json::to_value(r).map_err(bad)?
+            } else {
+                let r = peer
+                    .create_message(serde_json::from_value(params).map_err(bad)?)
+                    .await
+                    .map_err(|e| format!("{method}: the client: {e}"))?;
+                serde_json::to_value(r).map_err(bad)?
+            };
+            redact_passthrough(&gateway.policy(), &mut answer);
+            Ok(answer)
+        })
+    })
 }
 
 #[cfg(test)]

@@ -12,16 +12,22 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
     ResourceUpdatedNotificationParam,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceExt};
-use rmcp::ClientHandler;
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleClient, RunningService, ServiceExt,
+};
+use rmcp::{ClientHandler, ErrorData as McpError};
 use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{broadcast, Notify};
 
-use super::passthrough::UpstreamEvent;
+use super::passthrough::{ClientAsk, UpstreamEvent};
+
+/// Where the client-asking function lives (set once a front-end serves).
+pub type AskSlot = Arc<std::sync::RwLock<Option<ClientAsk>>>;
 use crate::config::server::{ServerTable, UpstreamTool};
 use crate::tools::{Progress, ToolOutput};
 
@@ -35,15 +41,45 @@ pub struct Handler {
     /// Where log records, resource updates and list changes go (with the
     /// server's name); `None` drops them (`toolgate pin`).
     pub events: Option<(String, broadcast::Sender<UpstreamEvent>)>,
+    /// Who answers the upstream's sampling and elicitation requests.
+    pub asker: AskSlot,
 }
 
 impl Handler {
     /// A handler whose notifications reach `events` as server `name`'s.
-    pub fn with_events(name: &str, events: broadcast::Sender<UpstreamEvent>) -> Handler {
+    pub fn with_events(
+        name: &str,
+        events: broadcast::Sender<UpstreamEvent>,
+        asker: AskSlot,
+    ) -> Handler {
         Handler {
             events: Some((name.to_string(), events)),
+            asker,
             ..Handler::default()
         }
+    }
+
+    /// Puts an upstream's request to the client, through the front-end.
+    async fn ask<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: P,
+    ) -> Result<R, McpError> {
+        let ask = self.asker.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let (Some(ask), Some((server, _))) = (ask, &self.events) else {
+            return Err(McpError::invalid_request(
+                format!("{method}: no client to ask"),
+                None,
+            ));
+        };
+        let params = serde_json::to_value(params)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let answer = ask(server.clone(), method, params)
+            .await
+            .map_err(|e| McpError::internal_error(e, None))?;
+        serde_json::from_value(answer).map_err(|e| {
+            McpError::internal_error(format!("{method}: the client's answer: {e}"), None)
+        })
     }
 
     fn emit(&self, event: impl FnOnce(String) -> UpstreamEvent) {
@@ -83,6 +119,36 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        // Upstreams that run toolgate's sessions may ask its clients to
+        // sample or elicit (forwarded when a client declared it).
+        if self.events.is_some() {
+            if let Ok(c) =
+                serde_json::from_value(json!({"sampling": {}, "elicitation": {"form": {}}}))
+            {
+                info.capabilities = c;
+            }
+        }
+        info
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        self.ask("sampling/createMessage", params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        self.ask("elicitation/create", params).await
     }
 
     async fn on_logging_message(

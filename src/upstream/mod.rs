@@ -31,7 +31,7 @@ use connect::{kill_group, Handler};
 use pin::Lock;
 
 pub use connect::list_tools;
-pub use passthrough::{Answer, UpstreamEvent};
+pub use passthrough::{Answer, ClientAsk, UpstreamEvent};
 
 /// How long a server has to start and list its tools.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -162,6 +162,8 @@ pub struct UpstreamManager {
     events: broadcast::Sender<UpstreamEvent>,
     /// Resource subscriptions: (server, upstream URI) -> sessions.
     subscriptions: Mutex<BTreeMap<(String, String), usize>>,
+    /// Who answers upstream sampling and elicitation requests.
+    asker: connect::AskSlot,
 }
 
 impl UpstreamManager {
@@ -177,6 +179,7 @@ impl UpstreamManager {
             runtime: tokio::runtime::Handle::current(),
             events: broadcast::channel(256).0,
             subscriptions: Mutex::default(),
+            asker: connect::AskSlot::default(),
         })
     }
 
@@ -239,7 +242,11 @@ impl UpstreamManager {
             self.runtime.spawn(supervise(
                 server.clone(),
                 self.workspace.clone(),
-                (self.changed.clone(), self.events.clone()),
+                (
+                    self.changed.clone(),
+                    self.events.clone(),
+                    self.asker.clone(),
+                ),
                 Some(tx),
             ));
             current.insert(name.to_string(), server);
@@ -278,7 +285,11 @@ impl UpstreamManager {
         self.runtime.spawn(supervise(
             server.clone(),
             self.workspace.clone(),
-            (self.changed.clone(), self.events.clone()),
+            (
+                self.changed.clone(),
+                self.events.clone(),
+                self.asker.clone(),
+            ),
             Some(tx),
         ));
         Some(rx)
@@ -422,7 +433,11 @@ fn lazy_tools(loaded: &LoadedServer) -> Option<Vec<UpstreamTool>> {
 async fn supervise(
     server: Arc<Server>,
     workspace: PathBuf,
-    (changed, events): (Arc<watch::Sender<u64>>, broadcast::Sender<UpstreamEvent>),
+    (changed, events, asker): (
+        Arc<watch::Sender<u64>>,
+        broadcast::Sender<UpstreamEvent>,
+        connect::AskSlot,
+    ),
     mut ready: Option<oneshot::Sender<()>>,
 ) {
     let name = server.name().to_string();
@@ -430,7 +445,7 @@ async fn supervise(
     let mut backoff = FIRST_BACKOFF;
     loop {
         let started = tokio::time::timeout(START_TIMEOUT, async {
-            let handler = Handler::with_events(&name, events.clone());
+            let handler = Handler::with_events(&name, events.clone(), asker.clone());
             let conn = connect::connect_with(&table, &workspace, handler).await?;
             let tools = match list_tools(&conn.peer()).await {
                 Ok(t) => t,

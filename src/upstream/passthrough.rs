@@ -44,6 +44,20 @@ pub enum UpstreamEvent {
     PromptsChanged,
 }
 
+/// Asks the connected client on an upstream's behalf: `(server, method,
+/// params)` -> the client's result. `method` is `sampling/createMessage` or
+/// `elicitation/create`. The MCP front-end provides it (it knows the
+/// sessions, which servers each sees, and redacts both ways).
+pub type ClientAsk = std::sync::Arc<
+    dyn Fn(
+            String,
+            &'static str,
+            Value,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send>>
+        + Send
+        + Sync,
+>;
+
 /// What an upstream answered, or why it could not.
 pub type Answer = Result<Value, String>;
 
@@ -223,6 +237,12 @@ impl UpstreamManager {
                 }
             }
         }
+    }
+
+    /// Lets upstream sampling and elicitation requests reach clients
+    /// through `ask` (without it, they are answered "method not found").
+    pub fn set_client_ask(&self, ask: ClientAsk) {
+        *self.asker.write().unwrap_or_else(|e| e.into_inner()) = Some(ask);
     }
 
     /// Notifications from every server (log records, resource updates,

@@ -12,7 +12,10 @@ tools: {"do": "resources"}, {"do": "templates"}, {"do": "read", "uri": …},
 {"do": "complete", "ref": {...}, "argument": {...}, "context": {...}},
 {"do": "level", "level": …}, {"do": "logs"} (the log records so far),
 {"do": "subscribe", "uri": …}, {"do": "unsubscribe", "uri": …},
-{"do": "updates"} (the URIs of resource-updated notifications so far);
+{"do": "updates"} (the URIs of resource-updated notifications so far),
+{"do": "asked"} (the sampling and elicitation requests the client got; it
+answers sampling with "sampled: <the first message's text>" and
+elicitation by accepting {"name": "Ada <that message>"});
 each may name its report key with "as". A JSON-RPC error becomes
 {"raised": true, "code": …, "message": …}.
 """
@@ -68,8 +71,28 @@ async def run(server, steps):
         if getattr(inner, "method", None) == "notifications/resources/updated":
             updates.append(str(inner.params.uri))
 
+    asked = []
+
+    async def on_sampling(context, params):
+        said = params.messages[0].content.text
+        asked.append({"sampling": said})
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=f"sampled: {said}"),
+            model="test-model",
+        )
+
+    async def on_elicitation(context, params):
+        asked.append({"elicitation": params.message})
+        return types.ElicitResult(action="accept", content={"name": f"Ada {params.message}"})
+
     async with Client(
-        server, mode="legacy", logging_callback=on_log, message_handler=on_message
+        server,
+        mode="legacy",
+        logging_callback=on_log,
+        message_handler=on_message,
+        sampling_callback=on_sampling,
+        elicitation_callback=on_elicitation,
     ) as client:
         for i, step in enumerate(steps):
             kind = step["do"]
@@ -137,6 +160,8 @@ async def run(server, steps):
                 report[key] = "ok"
             elif kind == "updates":
                 report[key] = list(updates)
+            elif kind == "asked":
+                report[key] = list(asked)
     return report
 
 
