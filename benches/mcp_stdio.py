@@ -13,8 +13,13 @@ VmRSS from /proc/PID/status after start-up and after the runs, and VmHWM
 (the peak).
 
     python3 benches/mcp_stdio.py target/release/toolgate [N]
+
+With more binaries after N (`... NEW N OLD [ROUNDS]`), each round runs every
+binary once, alternating, so that a before/after comparison shares the
+machine's load; the report has every run and the median per binary.
 """
 
+import io
 import json
 import os
 import subprocess
@@ -46,7 +51,10 @@ class Server:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             bufsize=0,
         )
-        self.out = self.proc.stdout
+        # Read responses through a buffer: readline on the unbuffered pipe
+        # (bufsize=0) reads one byte per system call, which made the client,
+        # not the server, the bottleneck. Requests stay unbuffered writes.
+        self.out = io.BufferedReader(self.proc.stdout, buffer_size=1 << 16)
         self.next_id = 0
 
     def send(self, method, params=None, notify=False):
@@ -107,9 +115,7 @@ def pipelined(server, params, n):
     return {"calls_per_s": round(n / (time.perf_counter() - start))}
 
 
-def main():
-    binary = sys.argv[1] if len(sys.argv) > 1 else "target/release/toolgate"
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 5000
+def run_once(binary, n):
     with tempfile.TemporaryDirectory() as ws:
         with open(os.path.join(ws, "a.txt"), "w") as f:
             f.write("hello\n")
@@ -133,7 +139,43 @@ def main():
         report["rss_after_runs_mib"] = round(mem["VmRSS"], 1)
         report["peak_rss_mib"] = round(mem["VmHWM"], 1)
         server.close()
-    print(json.dumps(report, indent=1))
+    return report
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def main():
+    binary = sys.argv[1] if len(sys.argv) > 1 else "target/release/toolgate"
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 5000
+    others = sys.argv[3:4]
+    if not others:
+        print(json.dumps(run_once(binary, n), indent=1))
+        return
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    binaries = [binary] + others
+    runs = {b: [] for b in binaries}
+    for r in range(rounds):
+        # Alternate which binary goes first, so neither always gets the
+        # quieter half of a round.
+        for b in binaries if r % 2 == 0 else reversed(binaries):
+            report = run_once(b, n)
+            runs[b].append(report)
+            print(json.dumps({"round": r, "binary": b, **report}), flush=True)
+    summary = {}
+    for b, reports in runs.items():
+        summary[b] = {
+            "ls_sequential_p50_us": median([x["ls_sequential"]["p50_us"] for x in reports]),
+            "ls_sequential_calls_per_s": median([x["ls_sequential"]["calls_per_s"] for x in reports]),
+            "ls_pipelined_calls_per_s": median([x["ls_pipelined"]["calls_per_s"] for x in reports]),
+            "denied_sequential_p50_us": median([x["denied_sequential"]["p50_us"] for x in reports]),
+            "denied_pipelined_calls_per_s": median([x["denied_pipelined"]["calls_per_s"] for x in reports]),
+            "rss_after_runs_mib": median([x["rss_after_runs_mib"] for x in reports]),
+            "peak_rss_mib": max(x["peak_rss_mib"] for x in reports),
+        }
+    print(json.dumps({"median_of_rounds": rounds, "summary": summary}, indent=1))
 
 
 if __name__ == "__main__":
