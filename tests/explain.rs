@@ -46,23 +46,28 @@ fn setup() -> tempfile::TempDir {
 }
 
 fn explain(dir: &Path, tool: &str, args: Value) -> Value {
-    let out = run::run_toolgate(
-        dir,
-        &[
-            "explain",
-            "--policies",
-            "policies",
-            "--manifests",
-            manifests().to_str().unwrap(),
-            "--tool",
-            tool,
-            "--args",
-            &args.to_string(),
-            "--format",
-            "json",
-        ],
-        b"",
-    );
+    explain_with(dir, tool, args, &[])
+}
+
+/// [`explain`] with more flags (`--identity`, `--profile`).
+fn explain_with(dir: &Path, tool: &str, args: Value, more: &[&str]) -> Value {
+    let manifests = manifests();
+    let args = args.to_string();
+    let mut argv = vec![
+        "explain",
+        "--policies",
+        "policies",
+        "--manifests",
+        manifests.to_str().unwrap(),
+        "--tool",
+        tool,
+        "--args",
+        &args,
+        "--format",
+        "json",
+    ];
+    argv.extend_from_slice(more);
+    let out = run::run_toolgate(dir, &argv, b"");
     assert!(
         out.status.success(),
         "{}",
@@ -160,6 +165,101 @@ fn audit_entries_and_inactive_tools_are_explained() {
     assert!(v["why"].as_str().unwrap().contains("not in the active set"));
     let v = explain(dir.path(), "ls", json!({}));
     assert_eq!(v["status"], "inactive");
+}
+
+/// A layer with callers: `ci-*` may not push (a rule scoped with
+/// `identities:`), and the `reader` token's profile sees only `read`.
+const WHO: &str = "version: 1
+tools:
+  profiles:
+    readonly: [read]
+auth:
+  tokens:
+    - { id: reader, sha256: \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\", profile: readonly }
+rules:
+  - id: ci-no-push
+    identities: [\"ci-*\"]
+    tools: [bash]
+    when: { arg: command, matches: \"git push\" }
+    decision: deny
+    reason: CI never pushes
+";
+
+#[test]
+fn an_identity_decides_as_that_caller() {
+    let dir = setup();
+    std::fs::write(dir.path().join("policies/c-who.yaml"), WHO).unwrap();
+    let push = json!({"command": "git push origin main"});
+    // Nobody in particular: the command list asks.
+    let v = explain(dir.path(), "bash", push.clone());
+    assert_eq!(
+        (v["decision"].as_str(), v["identity"].as_null()),
+        (Some("ask"), Some(()))
+    );
+    // A CI caller: the scoped rule denies, and says so.
+    let v = explain_with(
+        dir.path(),
+        "bash",
+        push.clone(),
+        &["--identity", "ci-nightly"],
+    );
+    assert_eq!(v["decision"], "deny", "{v}");
+    assert_eq!(v["rule"], "ci-no-push");
+    assert_eq!(v["identity"], json!({"id": "ci-nightly", "profile": null}));
+    let f = &v["findings"][v["decided_by"].as_u64().unwrap() as usize];
+    assert_eq!(
+        (f["file"].as_str(), f["line"].as_u64()),
+        (Some("policies/c-who.yaml"), Some(9))
+    );
+    // Another caller: the rule does not apply.
+    let v = explain_with(dir.path(), "bash", push.clone(), &["--identity", "alice"]);
+    assert_eq!(v["decision"], "ask", "{v}");
+    // The `reader` token's profile (from auth.tokens) sees only `read`.
+    let v = explain_with(
+        dir.path(),
+        "bash",
+        json!({"command": "ls"}),
+        &["--identity", "reader"],
+    );
+    assert_eq!(
+        (v["status"].as_str(), v["decision"].as_str()),
+        (Some("inactive"), Some("deny")),
+        "{v}"
+    );
+    assert_eq!(v["identity"]["profile"], "readonly");
+    let v = explain_with(
+        dir.path(),
+        "read",
+        json!({"path": "a.txt"}),
+        &["--identity", "reader"],
+    );
+    assert_eq!(v["status"], "active", "{v}");
+    // --profile names the caller's profile outright; an unknown one is an error.
+    let v = explain_with(
+        dir.path(),
+        "bash",
+        json!({"command": "ls"}),
+        &["--identity", "alice", "--profile", "readonly"],
+    );
+    assert_eq!(v["status"], "inactive", "{v}");
+    let out = run::run_toolgate(
+        dir.path(),
+        &[
+            "explain",
+            "--policies",
+            "policies",
+            "--tool",
+            "bash",
+            "--args",
+            "{}",
+            "--identity",
+            "x",
+            "--profile",
+            "nope",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]

@@ -100,6 +100,47 @@ fn every_input_format_is_decided_as_it_would_be_live() {
     assert_eq!(counts(&json(&replay(&args))), (18, 3, 7));
 }
 
+/// The (from, to, rule, count) of each change.
+fn changes(v: &Value) -> Vec<(String, String, String, u64)> {
+    v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (s("from"), s("to"), s("rule"), c["count"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_gateway_log_is_decided_as_the_callers_it_recorded() {
+    let who = |more: &[&str]| {
+        let mut args = vec!["replay", "--policies", "who", "--format", "json"];
+        args.extend_from_slice(more);
+        args.push("gateway-log.jsonl");
+        json(&run::run_toolgate(&data(), &args, b""))
+    };
+    // Recorded callers: ci-nightly's push is now denied by the rule scoped to
+    // `ci-*`; alice's and the anonymous push still ask; the `reader` token's
+    // profile still sees no `bash` (a replay as nobody would loosen it).
+    let v = who(&[]);
+    assert_eq!(counts(&v), (5, 0, 1), "{v}");
+    let ask_deny = |rule: &str, n| ("ask".to_string(), "deny".to_string(), rule.to_string(), n);
+    assert_eq!(changes(&v), vec![ask_deny("ci-no-push", 1)]);
+    // --identity decides the line that recorded no caller as that one, and
+    // never overrides a recorded caller.
+    let v = who(&["--identity", "ci-deploy"]);
+    assert_eq!(changes(&v), vec![ask_deny("ci-no-push", 2)], "{v}");
+    // Its profile comes from its token: `reader` sees no bash.
+    let v = who(&["--identity", "reader"]);
+    assert_eq!(
+        changes(&v),
+        vec![ask_deny("ci-no-push", 1), ask_deny("tools.active", 1)],
+        "{v}"
+    );
+}
+
 #[test]
 fn a_policy_compared_with_itself_changes_nothing() {
     let out = run::run_toolgate(

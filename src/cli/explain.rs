@@ -10,6 +10,7 @@ use clap::ValueEnum;
 use serde_json::{json, Value};
 
 use super::error::load;
+use super::identity::identity_for;
 use super::input::{open_workspace, parse_call, read_file, single_call};
 use super::{CliError, ConfigArgs};
 use crate::config::Loaded;
@@ -32,9 +33,15 @@ pub(crate) struct Flags {
     /// The workspace paths are resolved against.
     #[arg(long, default_value = ".")]
     pub(crate) workspace: PathBuf,
-    /// Use this profile's active tools.
+    /// Use this profile's active tools (with --identity: that caller's
+    /// profile).
     #[arg(long)]
     pub(crate) profile: Option<String>,
+    /// Decide as this caller (a token id or JWT identity): rules scoped with
+    /// `identities:` apply to it, and its profile (--profile, else its
+    /// token's in `auth.tokens`) sets the active tools.
+    #[arg(long, value_name = "ID")]
+    pub(crate) identity: Option<String>,
     /// The tool called (with --args).
     #[arg(long, requires = "args", conflicts_with = "call")]
     pub(crate) tool: Option<String>,
@@ -68,12 +75,16 @@ pub(crate) fn run(flags: Flags) -> Result<ExitCode, CliError> {
         }
     };
     let paths = flags.config.paths();
-    let policy = load(&paths, flags.profile)?;
+    let policy = load(&paths, flags.profile.clone())?;
+    let identity = flags
+        .identity
+        .as_deref()
+        .map(|id| identity_for(&policy, id, flags.profile.as_deref()));
     // The files again, with their positions: only to turn a rule's key path
     // into a line (a policy that compiled loads).
     let loaded = crate::config::load(&paths).map_err(CliError::Config)?;
     let ws = open_workspace(&flags.workspace)?;
-    let explanation = policy.explain(&ws, &call, flags.workdir.as_deref());
+    let explanation = policy.explain_as(&ws, &call, flags.workdir.as_deref(), identity.as_ref());
     let doc = to_json(&explanation, &loaded);
     let text = match flags.format {
         ExplainFormat::Json => format!("{doc}\n"),
@@ -121,6 +132,7 @@ fn to_json(e: &Explanation, loaded: &Loaded) -> Value {
         .collect();
     json!({
         "tool": e.tool,
+        "identity": e.identity,
         "status": e.status,
         "decision": e.decision,
         "rule": e.rule,
@@ -178,6 +190,14 @@ fn human(e: &Explanation, doc: &Value, name: &str, arguments: &Value) -> String 
         e.reason,
         e.why
     ));
+    if let Some(who) = &e.identity {
+        let profile = who
+            .profile
+            .as_deref()
+            .map(|p| format!(", profile {p}"))
+            .unwrap_or_default();
+        out.push_str(&format!("\ncaller: {}{profile}\n", who.id));
+    }
     out.push_str(&format!("\ntool {name}: {}\n", e.status));
     if !e.commands.is_empty() {
         out.push_str("\ncommands (after parsing):\n");

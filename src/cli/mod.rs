@@ -14,6 +14,7 @@ mod error;
 mod eval;
 mod explain;
 mod hook;
+mod identity;
 mod input;
 mod pin;
 mod redact;

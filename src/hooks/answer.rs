@@ -7,6 +7,8 @@ use serde_json::Map;
 use super::translate::{self, Translation};
 use super::{Agent, Answer, Event, HookOptions, Payload};
 use crate::config::ConfigPaths;
+use crate::policy::auth::Identity;
+use crate::policy::decide::{decide, gather_as};
 use crate::policy::{Strictest, UnknownToolDecision};
 use crate::{CompileOptions, Policy, Verdict, Workspace};
 
@@ -197,6 +199,20 @@ pub fn judge(
     input: &Map<String, serde_json::Value>,
     id: &str,
 ) -> CliVerdict {
+    judge_as(agent, policy, ws, name, input, id, None)
+}
+
+/// [`judge`] for a call made by `identity` (`toolgate replay --identity`):
+/// its profile's tools are the active ones, and rules scoped to it apply.
+pub fn judge_as(
+    agent: Agent,
+    policy: &Policy,
+    ws: &Workspace,
+    name: &str,
+    input: &Map<String, serde_json::Value>,
+    id: &str,
+    identity: Option<&Identity>,
+) -> CliVerdict {
     match translate::translate(policy, agent.key(), name, input, id) {
         Translation::Refused { rule, reason } => CliVerdict::Refused {
             rule: Some(rule),
@@ -213,7 +229,14 @@ pub fn judge(
             // within one call.
             let mut strictest = Strictest::new();
             for mapped in &calls {
-                strictest.offer(policy.evaluate_in(ws, &mapped.call, mapped.workdir.as_deref()));
+                let facts = gather_as(
+                    policy,
+                    ws,
+                    &mapped.call,
+                    mapped.workdir.as_deref(),
+                    identity,
+                );
+                strictest.offer(decide(policy, ws, &facts));
             }
             match strictest.into_inner() {
                 Some(v) => CliVerdict::Decided(v),

@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 
 use crate::policy::limits::preview;
 use crate::policy::Decision;
-pub use answer::{judge, CliVerdict};
+pub use answer::{judge, judge_as, CliVerdict};
 
 /// Hook input larger than this is refused unread: a hook must not be made to
 /// buffer unbounded input, and no real tool call or output comes near it.

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use super::finding::{Finding, RuleId};
 use super::paths::{PathFact, PathSource};
-use super::shell::{CommandPattern, ExecRules, KnownVariables, MatchMode, SimpleCommand};
+use super::shell::{
+    CommandPattern, CommandSplits, ExecRules, KnownVariables, MatchMode, SimpleCommand,
+};
 use super::Decision;
 use crate::workspace::{resolve, Workspace};
 
@@ -185,14 +187,17 @@ impl CommandRules {
     /// no deny or ask pattern names: the wrapped command is judged on its own.
     /// `files` are the command's resolved path facts (for
     /// `unless.operands_under`).
-    pub fn judge(
-        &self,
-        cmd: &SimpleCommand,
+    pub fn judge<'r, 'c>(
+        &'r self,
+        cmd: &'c SimpleCommand,
         ws: &Workspace,
         files: &[PathFact],
     ) -> Option<Finding> {
-        let applies = |r: &&CommandRule, mode: MatchMode| {
-            !r.audit && r.pattern.matches(cmd, mode) && !r.unless.holds(&r.pattern, cmd, ws, files)
+        let mut splits: CommandSplits<'c, 'r> = CommandSplits::default();
+        let mut applies = |r: &&'r CommandRule, mode: MatchMode| {
+            !r.audit
+                && r.pattern.matches_in(cmd, mode, &mut splits)
+                && !r.unless.holds(&r.pattern, cmd, ws, files)
         };
         if let Some(rule) = self.deny.iter().find(|r| applies(r, MatchMode::Anywhere)) {
             return Some(deny_finding(rule, cmd));
@@ -223,9 +228,17 @@ impl CommandRules {
     /// What the audit-only entries (`mode: audit`) that match `cmd` would
     /// decide, each as its list would (deny and ask entries anywhere in the
     /// command, allow entries at its start).
-    pub fn audit(&self, cmd: &SimpleCommand, ws: &Workspace, files: &[PathFact]) -> Vec<Finding> {
-        let applies = |r: &&CommandRule, mode: MatchMode| {
-            r.audit && r.pattern.matches(cmd, mode) && !r.unless.holds(&r.pattern, cmd, ws, files)
+    pub fn audit<'r, 'c>(
+        &'r self,
+        cmd: &'c SimpleCommand,
+        ws: &Workspace,
+        files: &[PathFact],
+    ) -> Vec<Finding> {
+        let mut splits: CommandSplits<'c, 'r> = CommandSplits::default();
+        let mut applies = |r: &&'r CommandRule, mode: MatchMode| {
+            r.audit
+                && r.pattern.matches_in(cmd, mode, &mut splits)
+                && !r.unless.holds(&r.pattern, cmd, ws, files)
         };
         let mut out: Vec<Finding> = Vec::new();
         out.extend(

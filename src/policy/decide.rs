@@ -269,7 +269,13 @@ fn gather_shell(
             if is_harmless_device(word) {
                 return;
             }
-            for path in expand_shell_glob(ws, &join_base(base, word), MAX_GLOB_EXPANSION) {
+            let joined = join_base(base, word);
+            let paths = if joined.contains(['*', '?', '[']) {
+                expand_shell_glob(ws, &joined, MAX_GLOB_EXPANSION)
+            } else {
+                vec![joined]
+            };
+            for path in paths {
                 let resolved = workspace::resolve(ws, &path);
                 // A plain word is held to the roots when it looks like a path,
                 // or when it leads somewhere else through a symlink: `cat link`

@@ -9,7 +9,8 @@
 
 use serde::Serialize;
 
-use super::decide::{conclude, examine, gather_in, FindingSource, ToolStatus};
+use super::auth::Identity;
+use super::decide::{conclude, examine, gather_as, FindingSource, ToolStatus};
 use super::finding::{AuditFinding, Finding, Ranked, Strictest};
 use super::paths::PathFact;
 use super::{Decision, Policy, ToolCall};
@@ -20,6 +21,9 @@ use crate::workspace::{Access, Workspace};
 pub struct Explanation {
     /// The tool called.
     pub tool: String,
+    /// Who the call was decided for (`--identity`), and the profile whose
+    /// tools it sees; `None`: a call without authentication.
+    pub identity: Option<ExplainedIdentity>,
     /// `active`, `inactive` (described but not in the active set) or
     /// `unknown` (no manifest describes it).
     pub status: &'static str,
@@ -47,6 +51,15 @@ pub struct Explanation {
     pub decided_by: Option<usize>,
     /// What audit-only entries (`mode: audit`) would have decided.
     pub audit: Vec<AuditFinding>,
+}
+
+/// The caller a call is explained for.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExplainedIdentity {
+    /// Its id (what `rules[].identities` match).
+    pub id: String,
+    /// Its profile (one of `tools.profiles`); `None`: the active set.
+    pub profile: Option<String>,
 }
 
 /// One simple command as the policy sees it.
@@ -141,7 +154,20 @@ impl Ranked for Ranking {
 impl Policy {
     /// Explains the verdict [`Policy::evaluate_in`] gives `call`.
     pub fn explain(&self, ws: &Workspace, call: &ToolCall, workdir: Option<&str>) -> Explanation {
-        let facts = gather_in(self, ws, call, workdir);
+        self.explain_as(ws, call, workdir, None)
+    }
+
+    /// Explains the verdict `call` gets when `identity` makes it: its
+    /// profile's tools are the active ones, and rules scoped to it apply
+    /// ([`gather_as`]).
+    pub fn explain_as(
+        &self,
+        ws: &Workspace,
+        call: &ToolCall,
+        workdir: Option<&str>,
+        identity: Option<&Identity>,
+    ) -> Explanation {
+        let facts = gather_as(self, ws, call, workdir, identity);
         let mut found: Vec<(FindingSource, Finding)> = Vec::new();
         let mut audit = Vec::new();
         let early = examine(self, ws, &facts, &mut |s, f| found.push((s, f)), &mut audit);
@@ -252,6 +278,10 @@ impl Policy {
         };
         Explanation {
             tool: facts.tool.clone(),
+            identity: identity.map(|i| ExplainedIdentity {
+                id: i.id.clone(),
+                profile: i.profile.clone(),
+            }),
             status,
             decision: verdict.decision,
             rule: verdict.rule,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::finding::{Finding, RuleId};
 use super::Decision;
-use crate::workspace::{glob_key, resolve, Access, GlobList, ResolvedPath, Workspace};
+use crate::workspace::{glob_key_ref, resolve, Access, GlobList, ResolvedPath, Workspace};
 
 /// One root set: the path must be inside one of these. Each policy layer that
 /// names roots adds a set, and a path must satisfy every set (deny-overrides).
@@ -108,10 +108,16 @@ impl PathRules {
                 ))
             }
         };
+        // Where no symlink leads elsewhere, the real path is the lexical
+        // one: the same checks on the same path, made once.
+        let through = usize::from(resolved.real != resolved.lexical);
         for (label, path) in [
             ("", &resolved.lexical),
             (" (through a symlink)", &resolved.real),
-        ] {
+        ]
+        .into_iter()
+        .take(1 + through)
+        {
             if fact.check_roots
                 && !roots
                     .iter()
@@ -128,7 +134,7 @@ impl PathRules {
                     ),
                 ));
             }
-            let key = glob_key(ws, path);
+            let key = glob_key_ref(ws, path);
             if let Some(glob) = self.deny.covering_key(&key) {
                 return Some(Finding::new(
                     Decision::Deny,

@@ -44,6 +44,11 @@ impl GlobList {
         if !self.required.iter().any(|r| path.contains(r.as_str())) {
             return None;
         }
+        self.matched(path)
+    }
+
+    /// [`GlobList::first_match`] without the literal prefilter.
+    fn matched(&self, path: &str) -> Option<&str> {
         let set = self.set.get_or_init(|| {
             let mut builder = GlobSetBuilder::new();
             for p in &self.patterns {
@@ -69,22 +74,42 @@ impl GlobList {
     /// directory, what is inside it: `.git/**` covers `.git` itself, so
     /// `grep -r x .git` is judged like `.git/config`.
     pub fn covering(&self, ws: &super::Workspace, path: &std::path::Path) -> Option<&str> {
-        self.covering_key(&super::glob_key(ws, path))
+        self.covering_key(&super::glob_key_ref(ws, path))
     }
 
     /// [`GlobList::covering`] for a path already turned into its
     /// [`glob_key`](super::glob_key).
     pub fn covering_key(&self, key: &str) -> Option<&str> {
-        self.first_match(key).or_else(|| {
-            let inside = format!("{key}/\u{0}");
-            self.first_match(&inside)
-        })
+        const INSIDE: &str = "/\u{0}";
+        // `first_match`'s literal prefilter, for `key` and for `key/\0`
+        // (which contains a literal when `key` does, or when the literal
+        // reaches into the appended part), so the usual path that no
+        // glob's literal is in costs one pass and builds nothing.
+        let in_key = self.required.iter().any(|r| key.contains(r.as_str()));
+        if in_key {
+            if let Some(glob) = self.matched(key) {
+                return Some(glob);
+            }
+        }
+        if in_key || self.required.iter().any(|r| reaches_into(key, INSIDE, r)) {
+            return self.matched(&format!("{key}{INSIDE}"));
+        }
+        None
     }
 
     /// True when no pattern is present.
     pub fn is_empty(&self) -> bool {
         self.patterns.is_empty()
     }
+}
+
+/// True when `needle` occurs in `a` followed by `b` other than wholly
+/// inside `a`: inside `b`, or across the two.
+fn reaches_into(a: &str, b: &str, needle: &str) -> bool {
+    b.contains(needle)
+        || (1..needle.len()).any(|k| {
+            needle.is_char_boundary(k) && a.ends_with(&needle[..k]) && b.starts_with(&needle[k..])
+        })
 }
 
 /// The longest run of plain characters that every path matched by `pattern`
@@ -175,6 +200,35 @@ mod tests {
         assert!(is_plain_glob("**/.ssh/**"));
     }
 
+    #[test]
+    fn a_literal_in_a_join_is_in_one_part_or_across() {
+        let parts = ["", "a", ".git", "x/.gi", "é", "/", "\u{0}", "/\u{0}", "t/"];
+        let needles = [
+            "",
+            "a",
+            ".git",
+            "git/",
+            "t/\u{0}",
+            "/\u{0}",
+            "é/",
+            "/",
+            "x/.git/\u{0}",
+            "ab",
+        ];
+        for a in parts {
+            for b in parts {
+                for n in needles {
+                    let joined = format!("{a}{b}");
+                    assert_eq!(
+                        a.contains(n) || reaches_into(a, b, n),
+                        joined.contains(n),
+                        "{a:?} {b:?} {n:?}"
+                    );
+                }
+            }
+        }
+    }
+
     /// The prefilter never changes an answer: every pattern against every
     /// path, as one list and one by one, agrees with a plain `GlobSet`.
     #[test]
@@ -260,8 +314,20 @@ mod tests {
                 reference(&patterns, path),
                 "{path:?}"
             );
+            let inside = format!("{path}/\u{0}");
+            assert_eq!(
+                all.covering_key(path).map(str::to_string),
+                reference(&patterns, path).or_else(|| reference(&patterns, &inside)),
+                "covering {path:?}"
+            );
             for p in &patterns {
                 let one = GlobList::new(std::slice::from_ref(p)).unwrap();
+                assert_eq!(
+                    one.covering_key(path).map(str::to_string),
+                    reference(std::slice::from_ref(p), path)
+                        .or_else(|| reference(std::slice::from_ref(p), &inside)),
+                    "{p:?} covering {path:?}"
+                );
                 assert_eq!(
                     one.first_match(path).map(str::to_string),
                     reference(std::slice::from_ref(p), path),

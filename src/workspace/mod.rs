@@ -10,8 +10,9 @@
 
 mod glob;
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
 use globset::GlobBuilder;
@@ -141,7 +142,9 @@ pub fn fold(path: &Path) -> PathBuf {
 /// root's own components again (a `..` after the root still walks up it, as
 /// the kernel would).
 fn follow(ws: &Workspace, absolute: &Path) -> Result<PathBuf, String> {
-    let mut queue: VecDeque<OsString> = VecDeque::new();
+    // Components still to walk: borrowed from `absolute`, owned only when
+    // a symlink's target adds its own.
+    let mut queue: VecDeque<Cow<'_, OsStr>> = VecDeque::new();
     let (mut current, rest) = match absolute.strip_prefix(&ws.root) {
         Ok(rest) => (ws.root.clone(), rest),
         Err(_) => (PathBuf::from("/"), absolute),
@@ -149,51 +152,49 @@ fn follow(ws: &Workspace, absolute: &Path) -> Result<PathBuf, String> {
     for c in rest.components() {
         match c {
             Component::RootDir | Component::Prefix(_) => {}
-            other => queue.push_back(other.as_os_str().to_os_string()),
+            other => queue.push_back(Cow::Borrowed(other.as_os_str())),
         }
     }
     let mut links = 0;
     let mut exists = true;
     while let Some(part) = queue.pop_front() {
-        if part == "." {
+        if *part == *OsStr::new(".") {
             continue;
         }
-        if part == ".." {
+        if *part == *OsStr::new("..") {
             current.pop();
             continue;
         }
-        let candidate = current.join(&part);
+        // `current` becomes the candidate; a symlink takes it back off.
+        current.push(&*part);
         if !exists {
-            current = candidate;
             continue;
         }
-        match std::fs::symlink_metadata(&candidate) {
+        match std::fs::symlink_metadata(&current) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 links += 1;
                 if links > MAX_SYMLINKS {
                     return Err(format!(
                         "too many levels of symbolic links at `{}` (a symlink loop?)",
-                        candidate.display()
+                        current.display()
                     ));
                 }
-                let target = std::fs::read_link(&candidate)
-                    .map_err(|e| format!("cannot read symlink `{}`: {e}", candidate.display()))?;
+                let target = std::fs::read_link(&current)
+                    .map_err(|e| format!("cannot read symlink `{}`: {e}", current.display()))?;
+                current.pop();
                 if target.is_absolute() {
                     current = PathBuf::from("/");
                 }
                 for c in target.components().rev() {
                     match c {
                         Component::RootDir | Component::Prefix(_) => {}
-                        other => queue.push_front(other.as_os_str().to_os_string()),
+                        other => queue.push_front(Cow::Owned(other.as_os_str().to_os_string())),
                     }
                 }
             }
-            Ok(_) => current = candidate,
-            Err(_) => {
-                // The nearest existing ancestor is `current`; the rest is new.
-                exists = false;
-                current = candidate;
-            }
+            Ok(_) => {}
+            // The nearest existing ancestor is the parent; the rest is new.
+            Err(_) => exists = false,
         }
     }
     Ok(current)
@@ -203,10 +204,19 @@ fn follow(ws: &Workspace, absolute: &Path) -> Result<PathBuf, String> {
 /// workspace, the absolute path without its leading `/` otherwise (so `**/x`
 /// patterns still apply outside).
 pub fn glob_key(ws: &Workspace, path: &Path) -> String {
+    glob_key_ref(ws, path).into_owned()
+}
+
+/// [`glob_key`], borrowed from `path` when it is valid UTF-8.
+pub fn glob_key_ref<'p>(ws: &Workspace, path: &'p Path) -> std::borrow::Cow<'p, str> {
+    use std::borrow::Cow;
     match path.strip_prefix(&ws.root) {
-        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-        Ok(rel) => rel.to_string_lossy().into_owned(),
-        Err(_) => path.to_string_lossy().trim_start_matches('/').to_string(),
+        Ok(rel) if rel.as_os_str().is_empty() => Cow::Borrowed("."),
+        Ok(rel) => rel.to_string_lossy(),
+        Err(_) => match path.to_string_lossy() {
+            Cow::Borrowed(s) => Cow::Borrowed(s.trim_start_matches('/')),
+            Cow::Owned(s) => Cow::Owned(s.trim_start_matches('/').to_string()),
+        },
     }
 }
 

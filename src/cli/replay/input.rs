@@ -3,7 +3,7 @@
 //!
 //! | a JSON line with | is read as |
 //! |---|---|
-//! | `policy_version`, `tool`, `arguments` | a toolgate decision log line (its `decision` is the recorded one) |
+//! | `policy_version`, `tool`, `arguments` | a toolgate decision log line (its `decision` is the recorded one; its `identity` and `profile`, when set, the caller it is decided for) |
 //! | `name`, `arguments` | an `eval --calls` line |
 //! | `hook_event_name` | an agent CLI hook payload (Gemini for `BeforeTool`; Codex when it has `turn_id`; else Claude Code) |
 //! | `type: "assistant"` with `tool_use` blocks | a Claude Code session transcript line |
@@ -17,6 +17,7 @@
 use serde_json::{Map, Value};
 
 use crate::hooks::Agent;
+use crate::policy::auth::Identity;
 use crate::policy::Decision;
 
 /// One recorded call.
@@ -30,6 +31,9 @@ pub struct Record {
     pub agent: Option<Agent>,
     /// The decision recorded with the call (decision logs only).
     pub recorded: Option<Decision>,
+    /// The caller recorded with the call (decision logs of an HTTP gateway
+    /// with `auth:`: its `identity` and `profile`).
+    pub identity: Option<Identity>,
 }
 
 /// What one line holds.
@@ -83,6 +87,7 @@ fn one(
         arguments,
         agent,
         recorded,
+        identity: None,
     }])
 }
 
@@ -98,10 +103,24 @@ fn decision_log(mut obj: Map<String, Value>) -> Line {
         Some(Value::Null) | None => return Line::NotReplayable,
         _ => return Line::Unknown,
     };
-    match (obj.remove("tool"), obj.remove("arguments")) {
-        (Some(Value::String(name)), Some(Value::Object(arguments))) => {
-            one(name, arguments, None, Some(recorded))
+    // The caller, when the gateway authenticated one: `identity` (its id)
+    // and `profile`, each a string or null.
+    let identity = match (obj.get("identity"), obj.get("profile")) {
+        (None | Some(Value::Null), _) => None,
+        (Some(Value::String(id)), None | Some(Value::Null)) => Some(Identity::new(id, None)),
+        (Some(Value::String(id)), Some(Value::String(p))) => {
+            Some(Identity::new(id, Some(p.clone())))
         }
+        _ => return Line::Unknown,
+    };
+    match (obj.remove("tool"), obj.remove("arguments")) {
+        (Some(Value::String(name)), Some(Value::Object(arguments))) => Line::Calls(vec![Record {
+            name,
+            arguments,
+            agent: None,
+            recorded: Some(recorded),
+            identity,
+        }]),
         _ => Line::Unknown,
     }
 }
@@ -150,6 +169,7 @@ fn claude_line(obj: Map<String, Value>) -> Line {
                 arguments: relative_to(input, cwd),
                 agent: Some(Agent::Claude),
                 recorded: None,
+                identity: None,
             })
         })
         .collect();

@@ -25,10 +25,12 @@ use serde_json::Value;
 use self::input::{Line, Record};
 use self::report::{Example, Report};
 use super::error::{load, load_with};
+use super::identity::identity_for;
 use super::input::open_workspace;
 use super::{CliError, ConfigArgs};
 use crate::config::ConfigPaths;
 use crate::hooks::{self, CliVerdict};
+use crate::policy::auth::Identity;
 use crate::policy::Decision;
 use crate::{CompileOptions, Policy, ToolCall, Workspace};
 
@@ -65,9 +67,16 @@ pub(crate) struct Flags {
     /// The workspace paths are resolved against.
     #[arg(long, default_value = ".")]
     pub(crate) workspace: PathBuf,
-    /// Use this profile's active tools (both policies).
+    /// Use this profile's active tools (both policies; with --identity:
+    /// that caller's profile).
     #[arg(long)]
     pub(crate) profile: Option<String>,
+    /// Decide calls that recorded no caller as this one (a token id or JWT
+    /// identity; its profile: --profile, else its token's in each policy's
+    /// `auth.tokens`). Decision-log lines with an `identity` are always
+    /// decided as the caller they recorded.
+    #[arg(long, value_name = "ID")]
+    pub(crate) identity: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub(crate) format: ReplayFormat,
@@ -127,10 +136,16 @@ pub(crate) fn run(flags: Flags) -> Result<ExitCode, CliError> {
         None => None,
     };
     let ws = open_workspace(&flags.workspace)?;
+    let caller = |policy: &Policy| {
+        flags
+            .identity
+            .as_deref()
+            .map(|id| identity_for(policy, id, flags.profile.as_deref()))
+    };
     let mut replay = Replay {
         judge: Judge {
-            new: &new,
-            old: old.as_ref(),
+            new: (&new, caller(&new)),
+            old: old.as_ref().map(|p| (p, caller(p))),
             ws: &ws,
         },
         report: Report::new(flags.examples),
@@ -178,8 +193,10 @@ const CHUNK: usize = 4096;
 
 /// The policies a call is decided under: shared by the worker threads.
 struct Judge<'a> {
-    new: &'a Policy,
-    old: Option<&'a Policy>,
+    /// The new policy, and the `--identity` caller as it sees it.
+    new: (&'a Policy, Option<Identity>),
+    /// The baseline, likewise.
+    old: Option<(&'a Policy, Option<Identity>)>,
     ws: &'a Workspace,
 }
 
@@ -218,13 +235,30 @@ impl Judge<'_> {
         match input::read(value) {
             Line::Calls(records) => {
                 let mut out = Vec::with_capacity(records.len());
-                for record in records {
-                    let from = match (self.old, record.recorded) {
-                        (Some(old), _) => decide(old, self.ws, &record).0,
-                        (None, Some(recorded)) => recorded,
-                        (None, None) => return Judged::NeedsBaseline,
+                for mut record in records {
+                    // The call is lent to the policies, then handed back to
+                    // the record (no copy of the arguments per decision).
+                    let call = ToolCall {
+                        id: String::new(),
+                        name: std::mem::take(&mut record.name),
+                        arguments: Value::Object(std::mem::take(&mut record.arguments)),
                     };
-                    let (to, rule) = decide(self.new, self.ws, &record);
+                    let from = match (&self.old, record.recorded) {
+                        (Some((old, caller)), _) => {
+                            Some(decide(old, self.ws, &record, &call, caller.as_ref()).0)
+                        }
+                        (None, Some(recorded)) => Some(recorded),
+                        (None, None) => None,
+                    };
+                    let (new, caller) = &self.new;
+                    let (to, rule) = decide(new, self.ws, &record, &call, caller.as_ref());
+                    record.name = call.name;
+                    if let Value::Object(arguments) = call.arguments {
+                        record.arguments = arguments;
+                    }
+                    let Some(from) = from else {
+                        return Judged::NeedsBaseline;
+                    };
                     out.push(Judgement {
                         record,
                         from,
@@ -372,7 +406,7 @@ impl Replay<'_> {
         match judged {
             Judged::Calls(calls) => {
                 for j in calls {
-                    let new = self.judge.new;
+                    let new = self.judge.new.0;
                     let record = j.record;
                     self.report.add(j.from, j.to, j.rule.as_deref(), || {
                         let mut arguments = record.arguments;
@@ -418,19 +452,33 @@ impl Replay<'_> {
     }
 }
 
-/// The decision `policy` makes on `record`, and the rule that made it.
-fn decide(policy: &Policy, ws: &Workspace, record: &Record) -> (Decision, Option<String>) {
+/// The decision `policy` makes on `call` (what `record` recorded), and the
+/// rule that made it: as the caller the record names, else as `caller`
+/// (`--identity`).
+fn decide(
+    policy: &Policy,
+    ws: &Workspace,
+    record: &Record,
+    call: &ToolCall,
+    caller: Option<&Identity>,
+) -> (Decision, Option<String>) {
+    let identity = record.identity.as_ref().or(caller);
     match record.agent {
         None => {
-            let call = ToolCall {
-                id: String::new(),
-                name: record.name.clone(),
-                arguments: Value::Object(record.arguments.clone()),
-            };
-            let v = policy.evaluate(ws, &call);
+            let v = policy.evaluate_as(ws, call, identity);
             (v.decision, v.rule)
         }
-        Some(agent) => match hooks::judge(agent, policy, ws, &record.name, &record.arguments, "") {
+        Some(agent) => match hooks::judge_as(
+            agent,
+            policy,
+            ws,
+            &call.name,
+            call.arguments
+                .as_object()
+                .unwrap_or(&serde_json::Map::new()),
+            "",
+            identity,
+        ) {
             CliVerdict::Decided(v) => (v.decision, v.rule),
             // The CLI's own permission flow decides, which asks by default.
             CliVerdict::Deferred => (Decision::Ask, Some("tools.unknown".to_string())),

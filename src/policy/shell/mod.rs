@@ -46,7 +46,7 @@ use crate::policy::limits::{LimitExceeded, Limits};
 use crate::policy::Access;
 
 pub use self::exec::{ExecRules, ProgramSpec, ValueKind};
-pub use self::pattern::{CommandPattern, MatchMode};
+pub use self::pattern::{CommandPattern, CommandSplits, MatchMode};
 use self::walk::{Walker, Work};
 
 /// What the analyzer may spend on one script: its length, and how deeply
@@ -326,23 +326,11 @@ fn analyze_into(script: &str, depth: usize, ctx: &Context<'_>, out: &mut ShellAn
         out.unparsed.push("script contains a NUL byte".to_string());
         return;
     }
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .is_err()
-    {
+    let Some(parsed) = parse(script, deadline) else {
         out.unparsed
             .push("the bash grammar could not be loaded".to_string());
         return;
-    }
-    let bytes = script.as_bytes();
-    let mut out_of_time = |_: &ParseState| Instant::now() > deadline;
-    let options = ParseOptions::new().progress_callback(&mut out_of_time);
-    let parsed = parser.parse_with_options(
-        &mut |at, _| bytes.get(at..).unwrap_or_default(),
-        None,
-        Some(options),
-    );
+    };
     let Some(tree) = parsed else {
         if Instant::now() > deadline {
             out.over_limit = Some(LimitExceeded::CommandTooComplex {
@@ -380,6 +368,56 @@ fn analyze_into(script: &str, depth: usize, ctx: &Context<'_>, out: &mut ShellAn
     };
     walker.stack.push(Work::Statement(root, depth));
     walker.run();
+}
+
+thread_local! {
+    /// This thread's bash parser, made once: building a parser and loading
+    /// the grammar cost as much as parsing a short command. Each parse
+    /// starts from a reset parser, so nothing carries over between scripts.
+    static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Parses `script` with this thread's parser, stopping at `deadline`:
+/// `None` when the grammar cannot be loaded, `Some(None)` when the parse
+/// stopped (out of time) or failed. The parser is only borrowed for the
+/// parse itself, so nested bodies (`bash -c`) parse with it again while the
+/// outer tree is walked.
+fn parse(script: &str, deadline: Instant) -> Option<Option<tree_sitter::Tree>> {
+    let parse_with = |parser: &mut Parser| {
+        // A parse stopped by the deadline would resume where it stopped.
+        parser.reset();
+        let bytes = script.as_bytes();
+        let mut out_of_time = |_: &ParseState| Instant::now() > deadline;
+        let options = ParseOptions::new().progress_callback(&mut out_of_time);
+        let tree = parser.parse_with_options(
+            &mut |at, _| bytes.get(at..).unwrap_or_default(),
+            None,
+            Some(options),
+        );
+        parser.reset();
+        tree
+    };
+    let new_parser = || {
+        let mut parser = Parser::new();
+        parser
+            .set_language(&tree_sitter_bash::LANGUAGE.into())
+            .ok()
+            .map(|()| parser)
+    };
+    PARSER
+        .try_with(|cell| match cell.try_borrow_mut() {
+            Ok(mut slot) => {
+                if slot.is_none() {
+                    *slot = Some(new_parser()?);
+                }
+                slot.as_mut().map(parse_with)
+            }
+            // Already parsing on this thread (cannot happen: the borrow
+            // ends with the parse): a parser of its own.
+            Err(_) => new_parser().map(|mut p| parse_with(&mut p)),
+        })
+        // The thread is exiting: a parser of its own.
+        .unwrap_or_else(|_| new_parser().map(|mut p| parse_with(&mut p)))
 }
 
 /// Finds the first ERROR or MISSING node with an explicit cursor walk, so a

@@ -239,28 +239,64 @@ impl CommandPattern {
     /// of the pattern present (short flags in any grouping and order, after
     /// alias folding), and the positional words lined up as `mode` says.
     pub fn matches(&self, cmd: &SimpleCommand, mode: MatchMode) -> bool {
-        if !program_matches(&self.program, cmd.program()) {
+        self.matches_in(cmd, mode, &mut CommandSplits::default())
+    }
+
+    /// [`CommandPattern::matches`], reusing the splits of `cmd` that other
+    /// patterns already made (`splits` must only ever see this `cmd`).
+    pub fn matches_in<'c, 'p>(
+        &'p self,
+        cmd: &'c SimpleCommand,
+        mode: MatchMode,
+        splits: &mut CommandSplits<'c, 'p>,
+    ) -> bool {
+        let program = *splits.program.get_or_insert_with(|| cmd.program());
+        if !program_matches(&self.program, program) {
             return false;
         }
-        let (mut positional, flags) = self.split_command(cmd);
-        if !self.flags.is_subset(&flags) {
+        // The split depends on the program that folds flags ("" with
+        // `exact`) and the pattern's git subcommand, nothing else.
+        let key = (
+            if self.exact {
+                ""
+            } else {
+                self.program.as_str()
+            },
+            GitSub::of(&self.program, &self.positional),
+        );
+        let at = match splits.done.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                splits.done.push((key, self.split_command(cmd)));
+                splits.done.len() - 1
+            }
+        };
+        let (positional, flags) = &splits.done[at].1;
+        if !self.flags.is_subset(flags) {
             return false;
         }
         // A `--` in the command only counts when the pattern names one.
-        if !self.has_double_dash() {
-            positional.retain(|w| *w != "--");
-        }
+        let dash = self.has_double_dash();
+        let mut words = positional.iter().filter(|w| dash || **w != "--");
         match mode {
-            MatchMode::Prefix => {
-                positional.len() >= self.positional.len()
-                    && self.positional.iter().zip(&positional).all(|(p, c)| p == c)
-            }
-            MatchMode::Anywhere => {
-                let mut rest = positional.iter();
-                self.positional.iter().all(|p| rest.any(|c| c == p))
-            }
+            MatchMode::Prefix => self
+                .positional
+                .iter()
+                .all(|p| words.next() == Some(&p.as_str())),
+            MatchMode::Anywhere => self.positional.iter().all(|p| words.any(|c| c == p)),
         }
     }
+}
+
+/// One command's words split into positional words and folded flags, per
+/// way of folding, kept while the command is matched against a whole list
+/// of patterns ([`CommandPattern::matches_in`]).
+#[derive(Default)]
+pub struct CommandSplits<'c, 'p> {
+    /// The command's program basename.
+    program: Option<&'c str>,
+    #[allow(clippy::type_complexity)]
+    done: Vec<((&'p str, GitSub), (Vec<&'c str>, BTreeSet<Flag>))>,
 }
 
 /// Tokenizes a pattern with shell quoting, refusing anything that is not one
