@@ -151,6 +151,28 @@ fn writing_inside_the_roots_works_and_tmpdir_is_private() {
     );
 }
 
+/// Empty private temporary directories are reused (tmp.rs); no file ever
+/// passes from one command to the next through them.
+#[test]
+fn nothing_passes_between_commands_through_tmpdir() {
+    let s = scratch("deny", true);
+    let ctx = s.context();
+    for _ in 0..3 {
+        let r = bash(
+            &ctx,
+            "ls -A \"$TMPDIR\"; echo left > \"$TMPDIR/left.txt\"; echo \"$TMPDIR\"",
+        );
+        let out = text(&r);
+        assert!(r.is_ok(), "{out}");
+        let dir = out.lines().last().unwrap();
+        assert_eq!(out.lines().count(), 1, "TMPDIR must start empty: {out}");
+        assert!(!Path::new(dir).exists(), "a used TMPDIR is removed: {out}");
+        let r = bash(&ctx, "ls -A \"$TMPDIR\"; echo \"$TMPDIR\"");
+        let out = text(&r);
+        assert_eq!(out.lines().count(), 1, "TMPDIR must start empty: {out}");
+    }
+}
+
 /// Needs root (a mount namespace).
 #[test]
 fn a_read_only_file_cannot_be_changed_by_an_interpreter() {

@@ -27,6 +27,7 @@ pub mod mounts;
 mod rules;
 mod seccomp;
 mod system;
+mod tmp;
 mod userns;
 
 use std::io;
@@ -72,7 +73,7 @@ pub struct Prepared {
     covers: Option<mounts::Covers>,
     userns: Option<userns::UserNs>,
     strings: mounts::MountStrings,
-    tmp: tempfile::TempDir,
+    tmp: tmp::PrivateTmp,
     gaps: Vec<String>,
 }
 
@@ -135,22 +136,24 @@ impl Plan {
     ///
     /// The built-in system list's descriptors are opened on first use and
     /// kept for the process (checked, not reopened, per command: see
-    /// `rules`); everything that depends on the plan or the moment — the
-    /// walk for `deny`/`read_only` matches, the roots' and
-    /// `sandbox.read`/`write`'s descriptors, the temporary directory — is
-    /// made for each command.
+    /// `rules`), and the temporary directory is one an earlier command left
+    /// empty when there is one (see `tmp`); everything that depends on the
+    /// plan or the moment — the walk for `deny`/`read_only` matches, the
+    /// roots' and `sandbox.read`/`write`'s descriptors — is made for each
+    /// command.
     pub fn prepare(&self) -> Result<Prepared, String> {
         self.prepare_with(true)
     }
 
     /// [`Plan::prepare`] for a process that confines a single command
-    /// (`toolgate sandbox`): every path is opened for this command only,
-    /// nothing is kept.
+    /// (`toolgate sandbox`): every path is opened and the temporary
+    /// directory made for this command only, nothing is kept.
     pub fn prepare_once(&self) -> Result<Prepared, String> {
         self.prepare_with(false)
     }
 
-    /// `held`: the system list through the process's held descriptors.
+    /// `held`: the system list through the process's held descriptors,
+    /// and the temporary directory from the pool.
     fn prepare_with(&self, held: bool) -> Result<Prepared, String> {
         let support = Support::cached();
         let covers = mounts::find(&self.workspace, &self.roots, &self.deny, &self.read_only)?;
@@ -169,10 +172,7 @@ impl Plan {
                 );
             });
         }
-        let tmp = tempfile::Builder::new()
-            .prefix("toolgate-sandbox-")
-            .tempdir()
-            .map_err(|e| format!("the sandbox's temporary directory cannot be made: {e}"))?;
+        let tmp = tmp::PrivateTmp::new(held)?;
         let landlock = match support.landlock_abi {
             Some(_) if held => rules::build(&self.own_grants(tmp.path()))?,
             Some(_) => rules::build_once(&self.own_grants(tmp.path()))?,
