@@ -15,6 +15,13 @@ cannot show on demand. Run by tests/upstream.rs through toolgate:
   both holding the text in STATE_DIR/notes (a fake secret, in the tests),
   and a prompt `recall(topic)` that says the topic.
 Every start appends `start PID` to STATE_DIR/starts.
+
+    python fake_upstream.py STATE_DIR --http PORT
+
+serves the same over Streamable HTTP on 127.0.0.1:PORT (/mcp), and writes
+the `Authorization` header of each request to STATE_DIR/auth. It runs the
+server as a child and starts it again 2 s after it exits (so `crash()`
+shows an HTTP server going away mid-session and coming back).
 """
 
 import os
@@ -24,6 +31,15 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 STATE = sys.argv[1]
+HTTP_PORT = int(sys.argv[3]) if sys.argv[2:3] == ["--http"] else None
+
+if HTTP_PORT is not None and "--once" not in sys.argv:
+    import subprocess
+    import time
+
+    while True:
+        subprocess.run([sys.executable, *sys.argv, "--once"])
+        time.sleep(2)
 
 
 def state_file(name):
@@ -105,5 +121,29 @@ def recall(topic: str) -> str:
     return f"Recall everything about {topic}."
 
 
+def recording_auth(app):
+    """The ASGI app, writing each request's Authorization header down."""
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] == "http":
+            for key, value in scope["headers"]:
+                if key == b"authorization":
+                    with open(state_file("auth"), "w") as f:
+                        f.write(value.decode())
+        await app(scope, receive, send)
+
+    return wrapped
+
+
 if __name__ == "__main__":
-    server.run()
+    if HTTP_PORT is None:
+        server.run()
+    else:
+        import uvicorn
+
+        uvicorn.run(
+            recording_auth(server.streamable_http_app(host="127.0.0.1")),
+            host="127.0.0.1",
+            port=HTTP_PORT,
+            log_level="warning",
+        )
