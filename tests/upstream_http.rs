@@ -127,6 +127,11 @@ fn everything_http() -> Upstream {
 
 /// The fake upstream over HTTP (restarted 2 s after it exits) on a free port.
 fn fake_http(state: &std::path::Path) -> Upstream {
+    fake_http_with(state, &[])
+}
+
+/// [`fake_http`] with more arguments (`--tls`).
+fn fake_http_with(state: &std::path::Path, more: &[&str]) -> Upstream {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -136,6 +141,7 @@ fn fake_http(state: &std::path::Path) -> Upstream {
         .arg(repo().join("tests/upstream/fake_upstream.py"))
         .arg(state)
         .args(["--http", &port.to_string()])
+        .args(more)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
@@ -337,6 +343,37 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
     assert_eq!(r["back"]["text"], "back", "{r}");
     let starts = fs::read_to_string(s.path("state/starts")).unwrap();
     assert_eq!(starts.lines().count(), 2, "{starts}");
+    s.assert_token_hidden(&run);
+}
+
+#[test]
+fn a_certificate_that_does_not_verify_is_refused_before_the_token_is_sent() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [read, \"fake__*\"]\n",
+    );
+    let up = fake_http_with(&s.path("state"), &["--tls"]);
+    s.http_server(
+        "fake",
+        "fake",
+        &format!("https://127.0.0.1:{}/mcp", up.port),
+    );
+    let run = s.run(json!([
+        {"do": "list", "as": "tools"},
+        call("read", json!({"path": "nothing.txt"}), "read"),
+    ]));
+    let r = &run.report;
+    // The server's tools never appear: toolgate did not get past TLS.
+    assert_eq!(r["tools"], json!(["read"]), "{r}");
+    assert!(
+        run.stderr.contains("MCP handshake with https://127.0.0.1:")
+            && run
+                .stderr
+                .contains("invalid peer certificate: UnknownIssuer"),
+        "{}",
+        run.stderr
+    );
+    // The upstream got no request, so no token.
+    assert!(!s.path("state/auth").exists());
     s.assert_token_hidden(&run);
 }
 

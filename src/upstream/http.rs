@@ -95,7 +95,45 @@ pub async fn serve<H: ClientHandler>(
     handler
         .serve(transport)
         .await
-        .map_err(|e| format!("MCP handshake with {url} failed: {e}"))
+        .map_err(|e| format!("MCP handshake with {url} failed: {}", handshake_error(&e)))
+}
+
+/// Why the handshake failed, with the HTTP client's cause (a refused
+/// connection, a certificate that does not verify) that rmcp's message
+/// leaves out.
+fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    if let rmcp::service::ClientInitializeError::TransportError { error, .. } = e {
+        if let Some(StreamableHttpError::Client(client)) = error
+            .error
+            .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return causes(client);
+        }
+    }
+    causes(e)
+}
+
+/// An error with its causes (`a: b: c`; reqwest hides the cause of "error
+/// sending request", such as a refused connection or a bad certificate),
+/// without rmcp's transport type names.
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let t = c.to_string();
+        if !text.contains(&t) {
+            text = format!("{text}: {t}");
+        }
+        cause = c.source();
+    }
+    while let Some(at) = text.find(" [rmcp::") {
+        let Some(len) = text[at..].find(']') else {
+            break;
+        };
+        text.replace_range(at..at + len + 1, "");
+    }
+    text
 }
 
 /// Resolves when an HTTP connection is over: the transport closed, a

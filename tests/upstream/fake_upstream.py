@@ -21,7 +21,9 @@ Every start appends `start PID` to STATE_DIR/starts.
 serves the same over Streamable HTTP on 127.0.0.1:PORT (/mcp), and writes
 the `Authorization` header of each request to STATE_DIR/auth. It runs the
 server as a child and starts it again 2 s after it exits (so `crash()`
-shows an HTTP server going away mid-session and coming back).
+shows an HTTP server going away mid-session and coming back). With
+`--tls` it serves HTTPS with a self-signed certificate made at start (which
+toolgate must refuse).
 """
 
 import os
@@ -121,6 +123,44 @@ def recall(topic: str) -> str:
     return f"Recall everything about {topic}."
 
 
+def self_signed():
+    """A self-signed certificate for 127.0.0.1, as uvicorn's ssl options."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(key, hashes.SHA256())
+    )
+    paths = {"ssl_certfile": state_file("cert.pem"), "ssl_keyfile": state_file("key.pem")}
+    with open(paths["ssl_certfile"], "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(paths["ssl_keyfile"], "wb") as f:
+        f.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    return paths
+
+
 def recording_auth(app):
     """The ASGI app, writing each request's Authorization header down."""
 
@@ -141,9 +181,13 @@ if __name__ == "__main__":
     else:
         import uvicorn
 
+        tls = {}
+        if "--tls" in sys.argv:
+            tls = self_signed()
         uvicorn.run(
             recording_auth(server.streamable_http_app(host="127.0.0.1")),
             host="127.0.0.1",
             port=HTTP_PORT,
             log_level="warning",
+            **tls,
         )
