@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve::{repo, toolgate};
+use serve::{http_request, repo, toolgate, HttpServer};
 
 /// A fake GitHub token the default redaction rules catch.
 const SECRET: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
@@ -344,6 +344,115 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
     let starts = fs::read_to_string(s.path("state/starts")).unwrap();
     assert_eq!(starts.lines().count(), 2, "{starts}");
     s.assert_token_hidden(&run);
+}
+
+/// `/status` of a running HTTP gateway, as text.
+fn status(server: &HttpServer) -> String {
+    let (code, body) = http_request(
+        server.authority(),
+        &format!(
+            "GET /status HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            server.authority()
+        ),
+    );
+    assert_eq!(code, 200, "{body}");
+    body
+}
+
+/// Waits (up to 30 s) until `ok` holds for `/status`.
+fn wait_status(server: &HttpServer, what: &str, ok: impl Fn(&Value) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = status(server);
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        if ok(&v) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn sessions(s: &Setup, state: &str) -> usize {
+    fs::read_to_string(s.path(&format!("{state}/sessions")))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn reload_reconnects_only_the_changed_http_upstream_and_status_hides_the_token() {
+    // HttpServer passes this process's environment on; every test that
+    // sets the variable sets the same value.
+    std::env::set_var(TOKEN_VAR, TOKEN);
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"fake__*\"]\n",
+    );
+    fs::create_dir_all(s.path("state2")).unwrap();
+    let (a, b) = (fake_http(&s.path("state")), fake_http(&s.path("state2")));
+    s.http_server("fake", "fake", &format!("http://127.0.0.1:{}/mcp", a.port));
+    s.http_server(
+        "other",
+        "other",
+        &format!("http://127.0.0.1:{}/mcp", b.port),
+    );
+    let mut args = vec!["serve".to_string(), "--profile".into(), "up".into()];
+    args.extend(s.config_args());
+    let server = HttpServer::start(&args, &s.root);
+    let up = |v: &Value, name: &str| {
+        v["upstreams"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|u| u["name"] == name && u["state"] == "up"))
+    };
+    let st = wait_status(&server, "both upstreams up", |v| {
+        up(v, "fake") && up(v, "other")
+    });
+    let v: Value = serde_json::from_str(&st).unwrap();
+    assert!(
+        v["upstreams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|u| u["tools"] == 6),
+        "{st}"
+    );
+    assert!(!st.contains(TOKEN), "/status shows the token");
+    assert_eq!((sessions(&s, "state"), sessions(&s, "state2")), (1, 1));
+
+    // Changing one manifest reconnects that server only.
+    let other = s.path("m/other.toml");
+    let text = fs::read_to_string(&other).unwrap();
+    fs::write(&other, format!("# changed\n{text}")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sessions(&s, "state2") < 2 {
+        assert!(Instant::now() < deadline, "other was not reconnected");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let st = wait_status(&server, "other up again", |v| up(v, "other"));
+    assert!(!st.contains(TOKEN), "/status shows the token");
+    assert_eq!(
+        sessions(&s, "state"),
+        1,
+        "an unchanged upstream reconnected"
+    );
+
+    // Removing a manifest ends its session; the other keeps going.
+    fs::remove_file(&other).unwrap();
+    let st = wait_status(&server, "other removed", |v| {
+        v["upstreams"].as_array().is_some_and(|a| a.len() == 1)
+    });
+    let v: Value = serde_json::from_str(&st).unwrap();
+    assert_eq!(v["upstreams"][0]["name"], "fake", "{st}");
+    assert_eq!(v["upstreams"][0]["state"], "up", "{st}");
+    assert_eq!(sessions(&s, "state"), 1);
+    let stderr: Vec<String> = server.stderr.try_iter().collect();
+    assert!(!stderr.is_empty());
+    assert!(
+        !stderr.iter().any(|l| l.contains(TOKEN)),
+        "stderr shows the token"
+    );
 }
 
 #[test]

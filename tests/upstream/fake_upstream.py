@@ -19,7 +19,8 @@ Every start appends `start PID` to STATE_DIR/starts.
     python fake_upstream.py STATE_DIR --http PORT
 
 serves the same over Streamable HTTP on 127.0.0.1:PORT (/mcp), and writes
-the `Authorization` header of each request to STATE_DIR/auth. It runs the
+the `Authorization` header of each request to STATE_DIR/auth (and a line
+to STATE_DIR/sessions for each request that opens a session). It runs the
 server as a child and starts it again 2 s after it exits (so `crash()`
 shows an HTTP server going away mid-session and coming back). With
 `--tls` it serves HTTPS with a self-signed certificate made at start (which
@@ -166,10 +167,13 @@ def recording_auth(app):
 
     async def wrapped(scope, receive, send):
         if scope["type"] == "http":
-            for key, value in scope["headers"]:
-                if key == b"authorization":
-                    with open(state_file("auth"), "w") as f:
-                        f.write(value.decode())
+            headers = dict(scope["headers"])
+            if b"authorization" in headers:
+                with open(state_file("auth"), "w") as f:
+                    f.write(headers[b"authorization"].decode())
+            if scope["method"] == "POST" and b"mcp-session-id" not in headers:
+                with open(state_file("sessions"), "a") as f:
+                    f.write("session\n")
         await app(scope, receive, send)
 
     return wrapped
