@@ -464,6 +464,62 @@ fn reload_reconnects_only_the_changed_http_upstream_and_status_hides_the_token()
 }
 
 #[test]
+fn pin_and_lazy_start_work_for_an_http_upstream() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"fake__*\"]\n",
+    );
+    let up = fake_http(&s.path("state"));
+    s.http_server("fake", "fake", &format!("http://127.0.0.1:{}/mcp", up.port));
+    let manifest = s.path("m/fake.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, format!("{text}start = \"lazy\"\n")).unwrap();
+    let pin = |token: Option<&str>| {
+        let mut cmd = Command::new(toolgate());
+        cmd.arg("pin").args(s.config_args()).arg("fake");
+        match token {
+            Some(t) => cmd.env(TOKEN_VAR, t),
+            None => cmd.env_remove(TOKEN_VAR),
+        };
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    // Without the variable: an error naming it, and no request upstream.
+    let (ok, text) = pin(None);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(&format!(
+            "`{TOKEN_VAR}` is not set in toolgate's environment"
+        )),
+        "{text}"
+    );
+    assert_eq!(sessions(&s, "state"), 0);
+    // With it: `toolgate pin` lists the tools over HTTP and writes the lock.
+    let (ok, text) = pin(Some(TOKEN));
+    assert!(ok, "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
+    assert!(s.path("m/fake.lock").exists());
+    assert_eq!(sessions(&s, "state"), 1);
+    // Lazy: the pinned tools are listed without connecting ...
+    let run = s.run(json!([{"do": "list", "as": "tools"}]));
+    assert!(
+        run.report["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("fake__echo")),
+        "{}",
+        run.report
+    );
+    assert_eq!(sessions(&s, "state"), 1, "a lazy server was connected");
+    // ... and the first call connects.
+    let run = s.run(json!([call("fake__echo", json!({"text": "hi"}), "ok")]));
+    assert_eq!(run.report["ok"]["text"], "hi", "{}", run.report);
+    assert_eq!(sessions(&s, "state"), 2);
+    s.assert_token_hidden(&run);
+}
+
+#[test]
 fn a_certificate_that_does_not_verify_is_refused_before_the_token_is_sent() {
     let s = Setup::new(
         "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [read, \"fake__*\"]\n",
