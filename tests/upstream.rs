@@ -420,7 +420,7 @@ fn server_manifest_errors_point_at_the_file() {
     let s = Setup::new("version: 1\nextends: [builtin:default]\n");
     fs::write(
         s.path("m/web.toml"),
-        "[server]\nname = \"web\"\nurl = \"https://example.com/mcp\"\n",
+        "[server]\nname = \"web\"\nurl = \"example.com/mcp\"\n",
     )
     .unwrap();
     fs::write(
@@ -440,7 +440,10 @@ fn server_manifest_errors_point_at_the_file() {
         err.contains("bad.toml:4:1: error: invalid server manifest: unknown field `pinn`"),
         "{err}"
     );
-    assert!(err.contains("web.toml:3:1: error: upstream servers over Streamable HTTP (`url`) are not supported yet"), "{err}");
+    assert!(
+        err.contains("web.toml:3:1: error: `url` must start with https:// or http://"),
+        "{err}"
+    );
 }
 
 /// `/status` of a running HTTP gateway.

@@ -66,12 +66,12 @@ pub struct ServerTable {
     /// variable is removed. Default `["PATH"]`.
     #[serde(default = "default_env")]
     pub env: Vec<String>,
-    /// Streamable HTTP: the server's endpoint (not yet served by this
-    /// version; a manifest using it is rejected at load).
+    /// Streamable HTTP: the server's endpoint (`https://…` or `http://…`).
     #[serde(default)]
     pub url: Option<String>,
-    /// HTTP headers; `${env:VAR}` in a value is taken from toolgate's
-    /// environment.
+    /// HTTP headers sent with every request to a `url` server; `${env:VAR}`
+    /// in a value is taken from toolgate's environment (see
+    /// [`ServerTable::header_values`]).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// What a tool that changed since it was pinned does.
@@ -95,6 +95,82 @@ impl ServerTable {
     /// The gateway's name for the upstream tool `tool`.
     pub fn tool_name(&self, tool: &str) -> String {
         format!("{}__{tool}", self.prefix())
+    }
+}
+
+/// Why a header of a `url` server cannot be sent. It names the header and
+/// the variable, never a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeaderError {
+    /// `${env:VAR}` names a variable that is not set (or not UTF-8).
+    Missing {
+        /// The header's name.
+        header: String,
+        /// The variable's name.
+        var: String,
+    },
+    /// A `${` without a closing `}`, or a `${…}` that is not `${env:NAME}`.
+    Syntax {
+        /// The header's name.
+        header: String,
+    },
+}
+
+impl std::fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeaderError::Missing { header, var } => write!(
+                f,
+                "header `{header}` uses `${{env:{var}}}`, but `{var}` is not set in toolgate's environment"
+            ),
+            HeaderError::Syntax { header } => write!(
+                f,
+                "header `{header}` has a `${{…}}` that is not `${{env:NAME}}`"
+            ),
+        }
+    }
+}
+
+/// `value` with each `${env:NAME}` replaced by `lookup(NAME)`.
+pub fn substitute_env(
+    header: &str,
+    value: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String, HeaderError> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let syntax = || HeaderError::Syntax {
+            header: header.to_string(),
+        };
+        let end = rest[at..].find('}').ok_or_else(syntax)? + at;
+        let var = rest[at + 2..end].strip_prefix("env:").ok_or_else(syntax)?;
+        if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(syntax());
+        }
+        let v = lookup(var).ok_or_else(|| HeaderError::Missing {
+            header: header.to_string(),
+            var: var.to_string(),
+        })?;
+        out.push_str(&v);
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl ServerTable {
+    /// The `headers` with `${env:VAR}` substituted from toolgate's
+    /// environment. The values are secrets: callers must not log them.
+    pub fn header_values(&self) -> Result<Vec<(String, String)>, HeaderError> {
+        self.headers
+            .iter()
+            .map(|(name, value)| {
+                substitute_env(name, value, |var| std::env::var(var).ok())
+                    .map(|v| (name.clone(), v))
+            })
+            .collect()
     }
 }
 
@@ -171,4 +247,45 @@ pub fn is_server_manifest(text: &str) -> bool {
         let t = l.trim();
         t == "[server]" || t.starts_with("[server]")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(var: &str) -> Option<String> {
+        (var == "TOKEN").then(|| "s3cret".to_string())
+    }
+
+    #[test]
+    fn env_references_are_substituted() {
+        assert_eq!(
+            substitute_env("Authorization", "Bearer ${env:TOKEN}", env).unwrap(),
+            "Bearer s3cret"
+        );
+        assert_eq!(
+            substitute_env("X", "${env:TOKEN}-${env:TOKEN}", env).unwrap(),
+            "s3cret-s3cret"
+        );
+        assert_eq!(
+            substitute_env("X", "plain $HOME", env).unwrap(),
+            "plain $HOME"
+        );
+    }
+
+    #[test]
+    fn a_missing_variable_names_header_and_variable() {
+        let e = substitute_env("Authorization", "Bearer ${env:NOPE}", env).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "header `Authorization` uses `${env:NOPE}`, but `NOPE` is not set in toolgate's environment"
+        );
+        for bad in ["${TOKEN}", "${env:TOKEN", "${env:}", "${env:A-B}"] {
+            assert_eq!(
+                substitute_env("X", bad, env).unwrap_err(),
+                HeaderError::Syntax { header: "X".into() },
+                "{bad}"
+            );
+        }
+    }
 }

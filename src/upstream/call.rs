@@ -56,7 +56,10 @@ pub async fn call(
     let handle = peer
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
-        .map_err(|e| unavailable(&e))?;
+        .map_err(|e| {
+            handler.transport_failed(&e);
+            unavailable(&e)
+        })?;
     let id = handle.id.clone();
     handler
         .progress
@@ -103,7 +106,10 @@ pub async fn call(
             "upstream {server}: {} (code {})",
             e.message, e.code.0
         ))),
-        Err(e) => Err(unavailable(&e)),
+        Err(e) => {
+            handler.transport_failed(&e);
+            Err(unavailable(&e))
+        }
     }
 }
 

@@ -1,7 +1,9 @@
-//! One connection to a stdio upstream server: the program started in its
-//! own process group with a clean environment, its stderr copied to
-//! toolgate's stderr line by line with a `[upstream NAME]` prefix, and an
-//! MCP client session (`initialize`, then `tools/list`) over its stdio.
+//! One connection to an upstream server and the MCP client session over it
+//! (`initialize`, then `tools/list`). The transport is the only difference
+//! between the two kinds: a stdio server is started in its own process
+//! group with a clean environment, its stderr copied to toolgate's stderr
+//! line by line with a `[upstream NAME]` prefix; a `url` server is reached
+//! over Streamable HTTP (`http.rs`).
 
 // rmcp marks logging deprecated (2026 era); handshake-era servers use it.
 #![allow(deprecated)]
@@ -43,6 +45,10 @@ pub struct Handler {
     pub events: Option<(String, broadcast::Sender<UpstreamEvent>)>,
     /// Who answers the upstream's sampling and elicitation requests.
     pub asker: AskSlot,
+    /// Signalled when a request failed at the transport level (with why):
+    /// an HTTP connection is then over (a stdio one ends with its process).
+    pub broken: Arc<Notify>,
+    broken_reason: Arc<Mutex<Option<String>>>,
 }
 
 impl Handler {
@@ -80,6 +86,21 @@ impl Handler {
         serde_json::from_value(answer).map_err(|e| {
             McpError::internal_error(format!("{method}: the client's answer: {e}"), None)
         })
+    }
+
+    /// Records that a request failed at the transport level.
+    pub fn transport_failed(&self, why: &dyn std::fmt::Display) {
+        *self.broken_reason.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(format!("the connection failed ({why})"));
+        self.broken.notify_one();
+    }
+
+    /// Why the transport failed, if it did.
+    pub fn broken_reason(&self) -> Option<String> {
+        self.broken_reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn emit(&self, event: impl FnOnce(String) -> UpstreamEvent) {
@@ -183,8 +204,8 @@ impl ClientHandler for Handler {
 pub struct Connection {
     /// The MCP session (dropping it closes the transport).
     pub service: RunningService<RoleClient, Handler>,
-    /// The process.
-    pub child: tokio::process::Child,
+    /// The process of a stdio server (`None` over HTTP).
+    pub child: Option<tokio::process::Child>,
     /// Its process group id.
     pub pgid: Option<i32>,
     /// Its notification routing.
@@ -195,6 +216,21 @@ impl Connection {
     /// The peer to send requests to.
     pub fn peer(&self) -> Peer<RoleClient> {
         self.service.peer().clone()
+    }
+
+    /// Resolves when the connection is over, with why: a stdio server's
+    /// process exited; an HTTP one's transport failed or closed.
+    pub async fn ended(&mut self) -> String {
+        match &mut self.child {
+            Some(child) => match child.wait().await {
+                Ok(s) => format!("the server exited ({s})"),
+                Err(e) => format!("the server is gone ({e})"),
+            },
+            None => super::http::ended(&self.service, &self.handler.broken)
+                .await
+                .or_else(|| self.handler.broken_reason())
+                .unwrap_or_else(|| "the connection failed".to_string()),
+        }
     }
 }
 
@@ -209,7 +245,8 @@ pub fn kill_group(pgid: Option<i32>) {
     }
 }
 
-/// Starts the server and completes the MCP handshake.
+/// Starts (stdio) or reaches (HTTP) the server and completes the MCP
+/// handshake.
 pub async fn connect(table: &ServerTable, workspace: &Path) -> Result<Connection, String> {
     connect_with(table, workspace, Handler::default()).await
 }
@@ -220,6 +257,15 @@ pub async fn connect_with(
     workspace: &Path,
     handler: Handler,
 ) -> Result<Connection, String> {
+    if let Some(url) = &table.url {
+        let service = super::http::serve(table, url, handler.clone()).await?;
+        return Ok(Connection {
+            service,
+            child: None,
+            pgid: None,
+            handler,
+        });
+    }
     let argv = table.command.as_deref().unwrap_or_default();
     let Some((program, args)) = argv.split_first() else {
         return Err("no command to run".to_string());
@@ -259,7 +305,7 @@ pub async fn connect_with(
     match handler.clone().serve((stdout, stdin)).await {
         Ok(service) => Ok(Connection {
             service,
-            child,
+            child: Some(child),
             pgid,
             handler,
         }),

@@ -10,6 +10,7 @@
 
 mod call;
 mod connect;
+mod http;
 mod passthrough;
 pub mod pin;
 
@@ -475,19 +476,15 @@ async fn supervise(
                 if let Some(r) = ready.take() {
                     let _ = r.send(());
                 }
+                let tools_changed = conn.handler.tools_changed.clone();
                 let why = loop {
                     tokio::select! {
                         _ = server.stop.cancelled() => {
                             kill_group(conn.pgid);
                             return;
                         }
-                        status = conn.child.wait() => {
-                            break match status {
-                                Ok(s) => format!("the server exited ({s})"),
-                                Err(e) => format!("the server is gone ({e})"),
-                            };
-                        }
-                        _ = conn.handler.tools_changed.notified() => {
+                        why = conn.ended() => break why,
+                        _ = tools_changed.notified() => {
                             match list_tools(&conn.peer()).await {
                                 Ok(tools) => {
                                     tracing::info!(server = %name, "upstream tools changed: listed again");

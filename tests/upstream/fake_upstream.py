@@ -15,6 +15,16 @@ cannot show on demand. Run by tests/upstream.rs through toolgate:
   both holding the text in STATE_DIR/notes (a fake secret, in the tests),
   and a prompt `recall(topic)` that says the topic.
 Every start appends `start PID` to STATE_DIR/starts.
+
+    python fake_upstream.py STATE_DIR --http PORT
+
+serves the same over Streamable HTTP on 127.0.0.1:PORT (/mcp), and writes
+the `Authorization` header of each request to STATE_DIR/auth (and a line
+to STATE_DIR/sessions for each request that opens a session). It runs the
+server as a child and starts it again 2 s after it exits (so `crash()`
+shows an HTTP server going away mid-session and coming back). With
+`--tls` it serves HTTPS with a self-signed certificate made at start (which
+toolgate must refuse).
 """
 
 import os
@@ -24,6 +34,15 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 STATE = sys.argv[1]
+HTTP_PORT = int(sys.argv[3]) if sys.argv[2:3] == ["--http"] else None
+
+if HTTP_PORT is not None and "--once" not in sys.argv:
+    import subprocess
+    import time
+
+    while True:
+        subprocess.run([sys.executable, *sys.argv, "--once"])
+        time.sleep(2)
 
 
 def state_file(name):
@@ -105,5 +124,74 @@ def recall(topic: str) -> str:
     return f"Recall everything about {topic}."
 
 
+def self_signed():
+    """A self-signed certificate for 127.0.0.1, as uvicorn's ssl options."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(key, hashes.SHA256())
+    )
+    paths = {"ssl_certfile": state_file("cert.pem"), "ssl_keyfile": state_file("key.pem")}
+    with open(paths["ssl_certfile"], "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(paths["ssl_keyfile"], "wb") as f:
+        f.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    return paths
+
+
+def recording_auth(app):
+    """The ASGI app, writing each request's Authorization header down."""
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            if b"authorization" in headers:
+                with open(state_file("auth"), "w") as f:
+                    f.write(headers[b"authorization"].decode())
+            if scope["method"] == "POST" and b"mcp-session-id" not in headers:
+                with open(state_file("sessions"), "a") as f:
+                    f.write("session\n")
+        await app(scope, receive, send)
+
+    return wrapped
+
+
 if __name__ == "__main__":
-    server.run()
+    if HTTP_PORT is None:
+        server.run()
+    else:
+        import uvicorn
+
+        tls = {}
+        if "--tls" in sys.argv:
+            tls = self_signed()
+        uvicorn.run(
+            recording_auth(server.streamable_http_app(host="127.0.0.1")),
+            host="127.0.0.1",
+            port=HTTP_PORT,
+            log_level="warning",
+            **tls,
+        )

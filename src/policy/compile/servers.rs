@@ -104,20 +104,26 @@ fn check_server(s: &LoadedServer, diags: &mut Diagnostics) -> bool {
             "`command` must start with the program to run".to_string(),
             "write e.g. `command = [\"npx\", \"-y\", \"@modelcontextprotocol/server-everything\"]`",
         ),
-        (None, Some(_)) => err(
-            "url",
-            "upstream servers over Streamable HTTP (`url`) are not supported yet".to_string(),
-            "run the server over stdio with `command = [...]` (see docs/upstream.md)",
-        ),
+        (None, Some(url)) => {
+            if let Err(why) = check_url(url) {
+                err(
+                    "url",
+                    why,
+                    "write e.g. `url = \"https://mcp.example.com/mcp\"`",
+                );
+            }
+        }
         (Some(_), Some(_)) => err(
             "url",
-            "a server has either `command` (stdio) or `url` (HTTP), not both".to_string(),
+            "a server has either `command` (stdio) or `url` (Streamable HTTP), not both"
+                .to_string(),
             "remove one of them",
         ),
         (None, None) => err(
             "name",
-            "a server needs `command = [...]` to run it".to_string(),
-            "add `command = [\"program\", \"arg\", ...]` under `[server]`",
+            "a server needs `command = [...]` (stdio) or `url = \"…\"` (Streamable HTTP)"
+                .to_string(),
+            "add `command = [\"program\", \"arg\", ...]` or `url = \"https://…\"` under `[server]`",
         ),
     }
     if !table.headers.is_empty() && table.url.is_none() {
@@ -126,6 +132,17 @@ fn check_server(s: &LoadedServer, diags: &mut Diagnostics) -> bool {
             "`headers` apply to `url` servers only".to_string(),
             "remove `headers`",
         );
+    }
+    if table.url.is_some() {
+        for (name, value) in &table.headers {
+            if let Err(why) = check_header(name, value) {
+                err(
+                    "headers",
+                    why,
+                    "set the variable in toolgate's environment, or fix the header (see docs/upstream.md)",
+                );
+            }
+        }
     }
     for name in &table.env {
         if !plain_name(name) || name.contains('-') {
@@ -137,6 +154,52 @@ fn check_server(s: &LoadedServer, diags: &mut Diagnostics) -> bool {
         }
     }
     ok
+}
+
+/// Why `url` cannot be a Streamable HTTP endpoint.
+fn check_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| format!("`url` must start with https:// or http://, not `{url}`"))?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("`url` `{url}` is not a valid http(s) address"));
+    }
+    Ok(())
+}
+
+/// Headers the MCP transport sets itself.
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// Why a header cannot be sent. The message names the header and any
+/// missing variable, never the value (it may hold a secret).
+fn check_header(name: &str, value: &str) -> Result<(), String> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(format!("`{name}` is not a valid HTTP header name"));
+    }
+    if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        return Err(format!(
+            "header `{name}` is set by the MCP transport and cannot be configured"
+        ));
+    }
+    let value = crate::config::server::substitute_env(name, value, |var| std::env::var(var).ok())
+        .map_err(|e| e.to_string())?;
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(format!(
+            "the value of header `{name}` contains a line break or control character"
+        ));
+    }
+    Ok(())
 }
 
 /// Checks every server and makes the manifests of the tools they listed.
