@@ -15,7 +15,10 @@
 //! Calls in flight from several sessions at once, or several candidate
 //! sessions without a call, are an error answer to the upstream: toolgate
 //! cannot tell whose request it is, and asking the wrong user would show
-//! them another session's data. Over stdio there is one client.
+//! them another session's data. Over stdio there is one client. A stateless
+//! (2026-era) call of the server in flight is an error answer too: its
+//! client cannot be asked (no server-to-client requests in that era), and
+//! the request must not go to some other session instead.
 
 // rmcp marks sampling deprecated (2026 era); the handshake era still uses it.
 #![allow(deprecated)]
@@ -48,7 +51,9 @@ struct InFlight {
     server: String,
     /// The calling session (its [`super::passthrough::Session`]'s address).
     session: usize,
-    asks: mpsc::UnboundedSender<Ask>,
+    /// Where its requests go; `None` for a stateless call, which cannot
+    /// be asked anything.
+    asks: Option<mpsc::UnboundedSender<Ask>>,
 }
 
 /// The handshake-era sessions, and the upstream calls they have in flight.
@@ -68,7 +73,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct CallAsks {
     clients: Arc<Clients>,
     id: u64,
-    asks: mpsc::UnboundedReceiver<Ask>,
+    asks: Option<mpsc::UnboundedReceiver<Ask>>,
 }
 
 impl Drop for CallAsks {
@@ -78,9 +83,10 @@ impl Drop for CallAsks {
 }
 
 /// Registers the `tools/call` of `name` that `context` is serving, when
-/// `name` is an upstream tool and the session is of the handshake era (the
-/// stateless era has no server-to-client requests). `session` tells one
-/// session's calls from another's.
+/// `name` is an upstream tool. `session` tells one session's calls from
+/// another's. A stateless (2026-era) call is registered without a way to
+/// ask it anything, so that its server's requests fail instead of going to
+/// another session.
 pub fn register_call(
     gateway: &Gateway,
     name: &str,
@@ -90,9 +96,6 @@ pub fn register_call(
     let stateless = context
         .protocol_version()
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-    if stateless {
-        return None;
-    }
     let policy = gateway.policy();
     let Implementation::Upstream { server, .. } = &policy.tools.get(name)?.manifest.implementation
     else {
@@ -100,7 +103,12 @@ pub fn register_call(
     };
     let clients = gateway.clients.clone();
     let id = clients.next.fetch_add(1, Ordering::Relaxed);
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = if stateless {
+        (None, None)
+    } else {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Some(tx), Some(rx))
+    };
     lock(&clients.calls).push(InFlight {
         id,
         server: server.clone(),
@@ -116,8 +124,8 @@ pub fn register_call(
 
 /// The next request for the call (never, when it is not an upstream call).
 pub async fn next_ask(call: &mut Option<CallAsks>) -> Option<Ask> {
-    match call {
-        Some(c) => c.asks.recv().await,
+    match call.as_mut().and_then(|c| c.asks.as_mut()) {
+        Some(asks) => asks.recv().await,
         None => std::future::pending().await,
     }
 }
@@ -206,7 +214,13 @@ impl Clients {
                          cannot tell which one this {capability} request is for"
                     ));
                 }
-                return Ok(Route::Call(first.asks.clone()));
+                return match &first.asks {
+                    Some(asks) => Ok(Route::Call(asks.clone())),
+                    None => Err(format!(
+                        "the call of upstream {server} came from a stateless (2026-era) \
+                         request, whose client cannot be sent a {capability} request"
+                    )),
+                };
             }
         }
         let mut all = lock(&self.sessions);

@@ -11,6 +11,11 @@ elicitation requests, log records, progress) is the same both ways, except
 in the scenarios about the transport itself (session ids, SSE events, HTTP
 status codes differ by design).
 
+Then, beyond the suite (which opens one session at a time), it checks where
+toolgate sends an upstream's sampling request when several sessions are
+open: to the session whose call is running, never to another one; and a
+stateless (2026-era) call's request goes to no session at all.
+
     tests/mcp/.venv/bin/python tests/conformance/proxied.py [TOOLGATE_BINARY]
 
 (default: $CARGO_TARGET_DIR or target, then release/toolgate). Needs
@@ -106,6 +111,43 @@ def run_suite(url, out, env):
     return results
 
 
+async def routing(url):
+    """Several sessions at once; returns a list of problems."""
+    from mcp import Client, types
+
+    asked = {"A": [], "B": []}
+
+    def sampler(who):
+        async def on_sampling(context, params):
+            asked[who].append(params.messages[0].content.text)
+            return types.CreateMessageResult(
+                role="assistant", content=types.TextContent(type="text", text=f"from {who}"), model="test"
+            )
+
+        return on_sampling
+
+    def said(result):
+        return (bool(result.is_error), " ".join(c.text for c in result.content if c.type == "text"))
+
+    problems = []
+    async with Client(url, mode="legacy", sampling_callback=sampler("A")) as a:
+        await a.list_tools()
+        async with Client(url, mode="legacy", sampling_callback=sampler("B")) as b:
+            got = said(await b.call_tool("test_sampling", {"prompt": "for B"}))
+            if got != (False, "LLM response: from B") or asked != {"A": [], "B": ["for B"]}:
+                problems.append(f"B's call with A open: result {got}, asked {asked}")
+        # A stateless client cannot be asked; A must not be asked instead.
+        async with Client(url, mode="auto", sampling_callback=sampler("B")) as c:
+            version = str(c.protocol_version)
+            result = await c.call_tool("test_sampling", {"prompt": "stateless"})
+            got = said(result)
+            if not version.startswith("2026") or not got[0] or "stateless" not in got[1]:
+                problems.append(f"a stateless call ({version}): result {got}")
+            if asked != {"A": [], "B": ["for B"]}:
+                problems.append(f"a stateless call's sampling reached a session: {asked}")
+    return problems
+
+
 def main():
     binary = pathlib.Path(
         sys.argv[1]
@@ -153,6 +195,9 @@ def main():
             version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
             print(f"conformance (proxied): through {version} at {proxied_url}")
             proxied = run_suite(proxied_url, tmp / "proxied", env)
+            import anyio
+
+            routed = anyio.run(routing, proxied_url)
     finally:
         for p in procs:
             stop(p)
@@ -179,6 +224,10 @@ def main():
             )
         else:
             print(f"  ok  {name}" + ("" if name in TRANSPORT else " (same answers)"))
+    for p in routed:
+        problems.append(f"sampling with several sessions: {p}")
+    if not routed:
+        print("  ok  sampling with several sessions: to the calling session only; none for a stateless call")
     if problems:
         fail("\n  " + "\n  ".join(problems))
     print(f"conformance (proxied): all {len(direct)} scenarios pass directly and through toolgate")
