@@ -55,7 +55,9 @@ pub struct ServerTable {
     /// The server's name: its lock file is `NAME.lock`, its tools
     /// `NAME__TOOL` unless `prefix` says otherwise.
     pub name: String,
-    /// The prefix of its tools' names (`PREFIX__TOOL`).
+    /// The prefix of its tools' names (`PREFIX__TOOL`). `""` fronts the
+    /// server transparently: its tool and prompt names and its resource URIs
+    /// pass unchanged (at most one server may do so; see [`prefixed`]).
     #[serde(default)]
     pub prefix: Option<String>,
     /// stdio: the program and its arguments, run directly (no shell) in its
@@ -94,7 +96,30 @@ impl ServerTable {
 
     /// The gateway's name for the upstream tool `tool`.
     pub fn tool_name(&self, tool: &str) -> String {
-        format!("{}__{tool}", self.prefix())
+        prefixed(self.prefix(), tool)
+    }
+}
+
+/// The gateway's name for an upstream tool, prompt or resource `name` of a
+/// server with prefix `prefix`: `PREFIX__NAME`, or `name` itself for the
+/// transparent (`prefix = ""`) server. Every upstream name toolgate shows is
+/// made here.
+pub fn prefixed(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}__{name}")
+    }
+}
+
+/// The upstream's own name for a gateway name `name` under `prefix` (the
+/// inverse of [`prefixed`]); `None` when `name` is not under it. Under the
+/// transparent prefix `""` every name is.
+pub fn unprefixed<'a>(prefix: &str, name: &'a str) -> Option<&'a str> {
+    if prefix.is_empty() {
+        Some(name)
+    } else {
+        name.strip_prefix(prefix)?.strip_prefix("__")
     }
 }
 

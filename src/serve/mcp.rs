@@ -58,6 +58,7 @@ use tokio::sync::mpsc;
 
 use super::approve::{self, Answered, ElicitationApprover, PendingApprovals};
 use super::passthrough;
+use super::upstream_ask;
 use super::Gateway;
 use crate::executor::{Approver, BatchOptions, Event, EventSink, ToolResult};
 use crate::policy::auth::Identity;
@@ -322,12 +323,17 @@ impl ServerHandler for McpServer {
         // notification is written before the response (which rmcp sends
         // only after this returns), and elicitation requests keep rmcp's
         // task-local link to this request (HTTP routes them on its stream).
+        // An upstream's sampling and elicitation requests made during the
+        // call come here too, and go out from this task (serve/upstream_ask.rs).
+        let session = Arc::as_ptr(&self.passthrough) as usize;
+        let mut asks = upstream_ask::register_call(&self.gateway, &call.name, &context, session);
         let run = self.gateway.call(call, options);
         tokio::pin!(run);
         let result = loop {
             tokio::select! {
                 result = &mut run => break result,
                 Some(partial) = updates.recv() => forwarder.send(&partial).await,
+                Some(ask) = upstream_ask::next_ask(&mut asks) => upstream_ask::answer(&context, ask).await,
             }
         };
         while let Ok(partial) = updates.try_recv() {

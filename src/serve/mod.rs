@@ -18,6 +18,7 @@ mod metrics;
 mod passthrough;
 pub mod reload;
 mod start;
+mod upstream_ask;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -124,7 +125,7 @@ pub struct Gateway {
     /// Checks HTTP callers under the active policy's `auth:`.
     auth: ArcSwapOption<auth::Authenticator>,
     /// MCP sessions upstream sampling and elicitation requests may go to.
-    clients: Arc<passthrough::Clients>,
+    clients: Arc<upstream_ask::Clients>,
 }
 
 /// The checker for `policy`'s `auth:` (`None` without one), or why it
@@ -214,7 +215,7 @@ impl Gateway {
             clients: Arc::default(),
         });
         if let Some(m) = &gateway.upstream {
-            m.set_client_ask(passthrough::client_ask(
+            m.set_client_ask(upstream_ask::client_ask(
                 Arc::downgrade(&gateway),
                 gateway.clients.clone(),
             ));

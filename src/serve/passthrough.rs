@@ -13,7 +13,11 @@
 //!   a client built from a template) to its server even when two servers
 //!   use the same URIs, and the upstream's URI stays readable after it;
 //! - a resource's `name` is `X__NAME`; log records' `logger` is `X` or
-//!   `X/LOGGER`.
+//!   `X/LOGGER`;
+//! - the one server with `prefix = ""` is transparent: its names, URIs and
+//!   loggers pass unchanged, and a URI or name that no prefixed server
+//!   claims goes to it. One of its names or URIs that a prefixed server
+//!   would claim (`X__P`, `toolgate://X/…`) is left out of the listings.
 //!
 //! Visibility, the strict reading: a server's resources, prompts,
 //! completions and log records reach a caller only when at least one of
@@ -41,9 +45,10 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::Gateway;
 use crate::config::manifest::Implementation;
+use crate::config::server::{prefixed, unprefixed};
 use crate::executor::redact_passthrough;
 use crate::policy::auth::Identity;
-use crate::upstream::{ClientAsk, UpstreamEvent, UpstreamManager};
+use crate::upstream::{UpstreamEvent, UpstreamManager};
 
 /// The URI scheme of upstream resources.
 const SCHEME: &str = "toolgate://";
@@ -63,7 +68,7 @@ impl Session {
 
 /// The servers `identity` sees (server -> prefix): those with at least one
 /// tool active for it.
-fn visible(gateway: &Gateway, identity: Option<&Identity>) -> BTreeMap<String, String> {
+pub(super) fn visible(gateway: &Gateway, identity: Option<&Identity>) -> BTreeMap<String, String> {
     let Some(manager) = gateway.upstreams() else {
         return BTreeMap::new();
     };
@@ -88,9 +93,13 @@ fn manager(gateway: &Gateway) -> Result<&Arc<UpstreamManager>, McpError> {
         .ok_or_else(|| McpError::invalid_params("no upstream servers are running", None))
 }
 
-/// `toolgate://PREFIX/URI`.
+/// `toolgate://PREFIX/URI`, or `URI` itself for the transparent server.
 fn wrap(prefix: &str, uri: &str) -> String {
-    format!("{SCHEME}{prefix}/{uri}")
+    if prefix.is_empty() {
+        uri.to_string()
+    } else {
+        format!("{SCHEME}{prefix}/{uri}")
+    }
 }
 
 /// The server and upstream URI a `toolgate://PREFIX/URI` names, among the
@@ -105,14 +114,24 @@ fn unwrap_uri(visible: &BTreeMap<String, String>, uri: &str) -> Result<(String, 
             None,
         )
     };
-    let rest = uri.strip_prefix(SCHEME).ok_or_else(not_found)?;
-    let (prefix, inner) = rest.split_once('/').ok_or_else(not_found)?;
-    let server = visible
-        .iter()
-        .find(|(_, p)| p.as_str() == prefix)
-        .map(|(s, _)| s.clone())
-        .ok_or_else(not_found)?;
-    Ok((server, inner.to_string()))
+    let server_of = |prefix: &str| {
+        visible
+            .iter()
+            .find(|(_, p)| p.as_str() == prefix)
+            .map(|(s, _)| s.clone())
+    };
+    let claimed = uri
+        .strip_prefix(SCHEME)
+        .and_then(|rest| rest.split_once('/'))
+        .filter(|(prefix, _)| !prefix.is_empty())
+        .and_then(|(prefix, inner)| Some((server_of(prefix)?, inner.to_string())));
+    match claimed {
+        Some(found) => Ok(found),
+        // No prefixed server claims it: the transparent server's own URI.
+        None => server_of("")
+            .map(|server| (server, uri.to_string()))
+            .ok_or_else(not_found),
+    }
 }
 
 /// The server and upstream name a `PREFIX__NAME` names (the longest prefix
@@ -121,7 +140,7 @@ fn unwrap_name(visible: &BTreeMap<String, String>, name: &str) -> Option<(String
     visible
         .iter()
         .filter_map(|(server, prefix)| {
-            let rest = name.strip_prefix(prefix.as_str())?.strip_prefix("__")?;
+            let rest = unprefixed(prefix, name)?;
             Some((prefix.len(), server.clone(), rest.to_string()))
         })
         .max_by_key(|(len, _, _)| *len)
@@ -145,6 +164,42 @@ fn rename_each(items: &mut Value, field: &str, rename: impl Fn(&str) -> String) 
             *s = rename(s);
         }
     }
+}
+
+/// Leaves out the transparent server's items that a read or get would route
+/// to a prefixed server instead (a prompt `X__P`, a URI `toolgate://X/…`),
+/// so that nothing listed leads somewhere else.
+fn keep_routable(visible: &BTreeMap<String, String>, server: &str, what: &str, items: &mut Value) {
+    let Some(list) = items.as_array_mut() else {
+        return;
+    };
+    list.retain(|item| {
+        let (field, routed) = match what {
+            "resources" => (
+                "uri",
+                item["uri"].as_str().map(|u| unwrap_uri(visible, u).ok()),
+            ),
+            "templates" => (
+                "uriTemplate",
+                item["uriTemplate"]
+                    .as_str()
+                    .map(|u| unwrap_uri(visible, u).ok()),
+            ),
+            _ => (
+                "name",
+                item["name"].as_str().map(|n| unwrap_name(visible, n)),
+            ),
+        };
+        let ok = routed.flatten().is_some_and(|(s, _)| s == server);
+        if !ok {
+            tracing::warn!(
+                server,
+                item = %item[field],
+                "an upstream {what} item is not listed: its name is under another server's prefix"
+            );
+        }
+        ok
+    });
 }
 
 /// Collects one list from every visible server; a server that fails is left
@@ -171,6 +226,9 @@ async fn collect(
         match listed {
             Ok(mut items) => {
                 fix(prefix, &mut items);
+                if prefix.is_empty() {
+                    keep_routable(&visible, server, what, &mut items);
+                }
                 redact_passthrough(&policy, &mut items);
                 all.extend(items.as_array().cloned().unwrap_or_default());
             }
@@ -187,7 +245,7 @@ pub async fn list_resources(
 ) -> Result<ListResourcesResult, McpError> {
     let items = collect(gateway, identity, "resources", |prefix, items| {
         rename_each(items, "uri", |u| wrap(prefix, u));
-        rename_each(items, "name", |n| format!("{prefix}__{n}"));
+        rename_each(items, "name", |n| prefixed(prefix, n));
     })
     .await?;
     Ok(ListResourcesResult::with_all_items(typed(Value::Array(
@@ -202,7 +260,7 @@ pub async fn list_resource_templates(
 ) -> Result<ListResourceTemplatesResult, McpError> {
     let items = collect(gateway, identity, "templates", |prefix, items| {
         rename_each(items, "uriTemplate", |u| wrap(prefix, u));
-        rename_each(items, "name", |n| format!("{prefix}__{n}"));
+        rename_each(items, "name", |n| prefixed(prefix, n));
     })
     .await?;
     Ok(ListResourceTemplatesResult::with_all_items(typed(
@@ -216,7 +274,7 @@ pub async fn list_prompts(
     identity: Option<&Identity>,
 ) -> Result<ListPromptsResult, McpError> {
     let items = collect(gateway, identity, "prompts", |prefix, items| {
-        rename_each(items, "name", |n| format!("{prefix}__{n}"));
+        rename_each(items, "name", |n| prefixed(prefix, n));
     })
     .await?;
     Ok(ListPromptsResult::with_all_items(typed(Value::Array(
@@ -396,10 +454,12 @@ pub async fn forward_events(
                 if !wants(param.level) {
                     continue;
                 }
-                param.logger = Some(match param.logger.take() {
-                    Some(l) => format!("{prefix}/{l}"),
-                    None => prefix.clone(),
-                });
+                if !prefix.is_empty() {
+                    param.logger = Some(match param.logger.take() {
+                        Some(l) => format!("{prefix}/{l}"),
+                        None => prefix.clone(),
+                    });
+                }
                 redact_passthrough(&gateway.policy(), &mut param.data);
                 if let Some(l) = param.logger.as_mut() {
                     let mut v = Value::String(std::mem::take(l));
@@ -429,91 +489,6 @@ pub async fn forward_events(
     }
 }
 
-/// The handshake-era sessions an upstream's sampling and elicitation
-/// requests may go to.
-#[derive(Default)]
-pub struct Clients(Mutex<Vec<(Peer<RoleServer>, Option<Identity>)>>);
-
-impl Clients {
-    /// Records a session that finished its handshake.
-    pub fn add(&self, peer: Peer<RoleServer>, identity: Option<Identity>) {
-        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        all.retain(|(p, _)| !p.is_transport_closed());
-        all.push((peer, identity));
-    }
-
-    /// The one open session that sees `server` and declared `capability`
-    /// (`sampling` or `elicitation`). Several are an error: toolgate cannot
-    /// tell whose call the request belongs to, and asking the wrong user
-    /// would show them another session's data.
-    fn one_for(
-        &self,
-        gateway: &Gateway,
-        server: &str,
-        capability: &str,
-    ) -> Result<Peer<RoleServer>, String> {
-        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        all.retain(|(p, _)| !p.is_transport_closed());
-        let fit: Vec<&Peer<RoleServer>> = all
-            .iter()
-            .filter(|(p, who)| {
-                visible(gateway, who.as_ref()).contains_key(server)
-                    && p.peer_info()
-                        .and_then(|i| serde_json::to_value(&i.capabilities).ok())
-                        .is_some_and(|c| c.get(capability).is_some_and(|v| !v.is_null()))
-            })
-            .map(|(p, _)| p)
-            .collect();
-        match fit.as_slice() {
-            [one] => Ok((*one).clone()),
-            [] => Err(format!(
-                "no connected client that sees upstream {server} declared {capability}"
-            )),
-            _ => Err(format!(
-                "several connected clients see upstream {server}; toolgate cannot tell \
-                 which one this {capability} request is for"
-            )),
-        }
-    }
-}
-
-/// The gateway's answer to upstream sampling (`sampling/createMessage`) and
-/// elicitation (`elicitation/create`) requests: put to the one client that
-/// sees the server, with the request and the answer redacted (a secret goes
-/// neither from an upstream to the user or model, nor back).
-pub fn client_ask(gateway: std::sync::Weak<Gateway>, clients: Arc<Clients>) -> ClientAsk {
-    Arc::new(move |server, method, mut params| {
-        let gateway = gateway.clone();
-        let clients = clients.clone();
-        Box::pin(async move {
-            let gateway = gateway.upgrade().ok_or("toolgate is shutting down")?;
-            let capability = if method == "elicitation/create" {
-                "elicitation"
-            } else {
-                "sampling"
-            };
-            let peer = clients.one_for(&gateway, &server, capability)?;
-            redact_passthrough(&gateway.policy(), &mut params);
-            let bad = |e: serde_json::Error| format!("{method}: {e}");
-            let mut answer = if capability == "elicitation" {
-                let r = peer
-                    .create_elicitation(serde_json::from_value(params).map_err(bad)?)
-                    .await
-                    .map_err(|e| format!("{method}: the client: {e}"))?;
-                serde_json::to_value(r).map_err(bad)?
-            } else {
-                let r = peer
-                    .create_message(serde_json::from_value(params).map_err(bad)?)
-                    .await
-                    .map_err(|e| format!("{method}: the client: {e}"))?;
-                serde_json::to_value(r).map_err(bad)?
-            };
-            redact_passthrough(&gateway.policy(), &mut answer);
-            Ok(answer)
-        })
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,6 +515,37 @@ mod tests {
         assert!(unwrap_uri(&v, "demo://resource/x").is_err());
         assert!(unwrap_uri(&v, "toolgate://other/demo://x").is_err());
         assert!(unwrap_uri(&v, "toolgate://ev").is_err());
+    }
+
+    #[test]
+    fn the_transparent_server_gets_what_no_prefix_claims() {
+        let mut v = servers();
+        v.insert("plain".to_string(), String::new());
+        assert_eq!(wrap("", "test://static-text"), "test://static-text");
+        assert_eq!(
+            unwrap_uri(&v, "test://static-text").unwrap(),
+            ("plain".to_string(), "test://static-text".to_string())
+        );
+        // A prefixed server's URI still goes to it.
+        assert_eq!(
+            unwrap_uri(&v, "toolgate://ev/demo://x").unwrap().0,
+            "everything"
+        );
+        assert_eq!(
+            unwrap_name(&v, "test_simple_prompt"),
+            Some(("plain".to_string(), "test_simple_prompt".to_string()))
+        );
+        assert_eq!(unwrap_name(&v, "ev__p").unwrap().0, "everything");
+        // Its own items that a prefixed server would claim are not listed.
+        let mut prompts = serde_json::json!([{"name": "ok"}, {"name": "ev__shadowed"}]);
+        keep_routable(&v, "plain", "prompts", &mut prompts);
+        assert_eq!(prompts, serde_json::json!([{"name": "ok"}]));
+        let mut uris = serde_json::json!([{"uri": "toolgate://fs/x"}, {"uri": "file:///a"}]);
+        keep_routable(&v, "plain", "resources", &mut uris);
+        assert_eq!(uris, serde_json::json!([{"uri": "file:///a"}]));
+        // Without it, an unprefixed URI or name is not found.
+        assert!(unwrap_uri(&servers(), "test://static-text").is_err());
+        assert_eq!(unwrap_name(&servers(), "test_simple_prompt"), None);
     }
 
     #[test]

@@ -345,10 +345,11 @@ impl Compiler {
             }
             // A tool of an upstream server that has not listed its tools
             // (yet): it does not exist until it has.
-            if self.pending_prefixes.iter().any(|p| {
-                n.strip_prefix(p.as_str())
-                    .is_some_and(|r| r.starts_with("__"))
-            }) {
+            if self
+                .pending_prefixes
+                .iter()
+                .any(|p| crate::config::server::unprefixed(p, n).is_some())
+            {
                 continue;
             }
             let known: Vec<&str> = self.tools.tools.keys().map(String::as_str).collect();

@@ -89,11 +89,12 @@ fn check_server(s: &LoadedServer, diags: &mut Diagnostics) -> bool {
         );
     }
     if let Some(p) = &table.prefix {
-        if !plain_name(p) || p.len() > 32 {
+        // `""` is the transparent server (names and URIs unchanged).
+        if !p.is_empty() && (!plain_name(p) || p.len() > 32) {
             err(
                 "prefix",
                 format!("invalid tool name prefix `{p}`"),
-                "use 1-32 letters, digits, `_` or `-`",
+                "use 1-32 letters, digits, `_` or `-`, or `\"\"` to keep the server's own names",
             );
         }
     }
@@ -214,9 +215,28 @@ pub(super) fn upstream_manifests(
     };
     // Server name -> its file, for duplicate names.
     let mut names: HashMap<&str, &str> = HashMap::new();
+    // The file of the one server with `prefix = ""`.
+    let mut transparent: Option<&str> = None;
     for s in &loaded.servers {
         if !check_server(s, diags) {
             continue;
+        }
+        if s.manifest.server.prefix().is_empty() {
+            if let Some(prev) = transparent {
+                diags.push(
+                    Diagnostic::new(
+                        &s.file.name,
+                        server_key_position(&s.file.text, "prefix"),
+                        format!("`prefix = \"\"` is already used by the server in {prev}"),
+                    )
+                    .with_help(
+                        "only one server can keep its own names (resources and prompts \
+                         are routed by prefix); give this one a `prefix`",
+                    ),
+                );
+                continue;
+            }
+            transparent = Some(&s.file.name);
         }
         if let Some(prev) = names.insert(s.name(), &s.file.name) {
             diags.push(
@@ -383,6 +403,40 @@ mod tests {
         );
         assert!(
             err.contains("tool `fake__echo` is already defined in"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_empty_prefix_keeps_upstream_names_and_only_one_server_may_use_it() {
+        let transparent = "[server]\nname = \"fake\"\nprefix = \"\"\ncommand = [\"x\"]\n";
+        let policy =
+            "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [echo]\n";
+        let extra = [("fake.toml", transparent)];
+        let p = compile(policy, &extra, Some(&["echo"])).unwrap();
+        let info = p.tools.get("echo").expect("echo, unprefixed");
+        assert_eq!(info.upstream_server(), Some("fake"));
+        assert!(p.tools.get("fake__echo").is_none());
+        // Not listed yet: `echo` may be one of its tools, so it is no error.
+        assert!(compile(policy, &extra, None).is_ok());
+        // One of its tools named like a built-in: a load error naming both
+        // files, pointing at the server manifest's line.
+        let err = compile(policy, &extra, Some(&["echo", "read"])).unwrap_err();
+        assert!(err.contains("tool `read` is already defined in"), "{err}");
+        assert!(
+            err.contains("fake.toml:") && err.contains("read.toml"),
+            "{err}"
+        );
+        // A second unprefixed server: an error at its `prefix` line.
+        let other = "[server]\nname = \"other\"\ncommand = [\"y\"]\nprefix = \"\"\n";
+        let err = compile(
+            policy,
+            &[("fake.toml", transparent), ("other.toml", other)],
+            Some(&["echo"]),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("other.toml:4:1") && err.contains("is already used by the server in"),
             "{err}"
         );
     }
