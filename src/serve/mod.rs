@@ -18,6 +18,7 @@ mod metrics;
 mod passthrough;
 pub mod reload;
 mod start;
+mod stdio_out;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
