@@ -10,7 +10,9 @@ server) starts `toolgate serve --stdio`, shakes hands (2025-11-25), then:
 for a trivial tool (`ls` of a one-file workspace) and for a call the policy
 denies (`bash` with `rm -rf /`: the policy alone, nothing runs). Memory is
 VmRSS from /proc/PID/status after start-up and after the runs, and VmHWM
-(the peak).
+(the peak). Each run also reports the server's CPU time per call (user +
+system, all threads, from /proc/PID/stat): on a loaded machine a steadier
+measure of the server's cost than calls/s.
 
     python3 benches/mcp_stdio.py target/release/toolgate [N]
 
@@ -28,6 +30,22 @@ import tempfile
 import time
 
 WINDOW = 32
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of the whole process (all its threads)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def with_cpu(server, run, params, n):
+    """`run`'s report plus the server's CPU time per call: on a loaded
+    machine a steadier figure of the server's cost than calls/s."""
+    before = cpu_seconds(server.proc.pid)
+    report = run(server, params, n)
+    report["server_cpu_us_per_call"] = round(
+        (cpu_seconds(server.proc.pid) - before) / n * 1e6, 1)
+    return report
 
 
 def rss(pid):
@@ -131,10 +149,10 @@ def run_once(binary, n):
         # Warm up (first use compiles the argument schema, loads redaction).
         sequential(server, trivial, 200)
         sequential(server, denied, 200)
-        report["ls_sequential"] = sequential(server, trivial, n)
-        report["ls_pipelined"] = pipelined(server, trivial, n)
-        report["denied_sequential"] = sequential(server, denied, n)
-        report["denied_pipelined"] = pipelined(server, denied, n)
+        report["ls_sequential"] = with_cpu(server, sequential, trivial, n)
+        report["ls_pipelined"] = with_cpu(server, pipelined, trivial, n)
+        report["denied_sequential"] = with_cpu(server, sequential, denied, n)
+        report["denied_pipelined"] = with_cpu(server, pipelined, denied, n)
         mem = rss(server.proc.pid)
         report["rss_after_runs_mib"] = round(mem["VmRSS"], 1)
         report["peak_rss_mib"] = round(mem["VmHWM"], 1)
@@ -170,8 +188,12 @@ def main():
             "ls_sequential_p50_us": median([x["ls_sequential"]["p50_us"] for x in reports]),
             "ls_sequential_calls_per_s": median([x["ls_sequential"]["calls_per_s"] for x in reports]),
             "ls_pipelined_calls_per_s": median([x["ls_pipelined"]["calls_per_s"] for x in reports]),
+            "ls_pipelined_server_cpu_us": median(
+                [x["ls_pipelined"]["server_cpu_us_per_call"] for x in reports]),
             "denied_sequential_p50_us": median([x["denied_sequential"]["p50_us"] for x in reports]),
             "denied_pipelined_calls_per_s": median([x["denied_pipelined"]["calls_per_s"] for x in reports]),
+            "denied_pipelined_server_cpu_us": median(
+                [x["denied_pipelined"]["server_cpu_us_per_call"] for x in reports]),
             "rss_after_runs_mib": median([x["rss_after_runs_mib"] for x in reports]),
             "peak_rss_mib": max(x["peak_rss_mib"] for x in reports),
         }

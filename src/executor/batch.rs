@@ -145,21 +145,30 @@ impl BatchRun {
                 }
             }
         }
+        if ready.len() == 1 {
+            // A lone call runs on this task: spawning it would only add a
+            // thread hand-off (and a wake-up) to every single-call batch.
+            // A panic outside the tool is caught as the join below catches
+            // it, and leaves the slot empty the same way.
+            if let Some((index, prepared)) = ready.pop() {
+                let run = Box::pin(execute_deferred(
+                    &self.snapshot,
+                    &self.mutations,
+                    prepared,
+                    &self.options,
+                ));
+                if let Ok(result) = pipeline::CatchUnwind(run).await {
+                    slots[index] = Some(result);
+                }
+            }
+        }
         let mut running = JoinSet::new();
         for (index, prepared) in ready {
             let snapshot = self.snapshot.clone();
             let mutations = self.mutations.clone();
             let options = self.options.clone();
             running.spawn(async move {
-                // Deferred calls re-check cancellation before they execute.
-                let result = if options.cancel.is_cancelled() {
-                    let mut r = ToolResult::error(&prepared.call.id, &prepared.call.name, ABORTED);
-                    r.policy_version = snapshot.policy.version.clone();
-                    r
-                } else {
-                    pipeline::execute(&snapshot, &mutations, *prepared, &options).await
-                };
-                emit_end(&options, &result);
+                let result = execute_deferred(&snapshot, &mutations, prepared, &options).await;
                 (index, result)
             });
         }
@@ -188,6 +197,26 @@ impl BatchRun {
             })
             .collect()
     }
+}
+
+/// One call of a parallel batch, after every preflight: re-checks
+/// cancellation (deferred calls never start once the batch is cancelled),
+/// executes, and emits its end event.
+async fn execute_deferred(
+    snapshot: &Arc<Snapshot>,
+    mutations: &Arc<MutationQueues>,
+    prepared: Box<pipeline::Prepared>,
+    options: &BatchOptions,
+) -> ToolResult {
+    let result = if options.cancel.is_cancelled() {
+        let mut r = ToolResult::error(&prepared.call.id, &prepared.call.name, ABORTED);
+        r.policy_version = snapshot.policy.version.clone();
+        r
+    } else {
+        pipeline::execute(snapshot, mutations, *prepared, options).await
+    };
+    emit_end(options, &result);
+    result
 }
 
 fn emit_end(options: &BatchOptions, result: &ToolResult) {

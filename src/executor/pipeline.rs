@@ -22,9 +22,7 @@ use super::validate::{check_call_arguments, ArgumentsRefused};
 use super::{BatchOptions, RunnableTool, Snapshot};
 use crate::policy::auth::Identity;
 use crate::policy::{Decision, LimitExceeded, ToolCall, Verdict};
-use crate::tools::{
-    Content, MutationQueues, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
-};
+use crate::tools::{Content, MutationQueues, Progress, Tool, ToolContext};
 
 /// Pi's text for a call cancelled before it ran.
 pub const ABORTED: &str = "Operation aborted";
@@ -308,17 +306,18 @@ pub async fn execute(
     result
 }
 
-/// Polls a tool's future, turning a panic into `Err` (the tool's own task
-/// is not spawned separately: a second task per call would cost a thread
-/// hand-off for every call of a batch).
-struct CatchUnwind<'a>(ToolFuture<'a>);
+/// Polls a future (a tool's, or one call's whole execution), turning a
+/// panic into `Err` (the tool's own task is not spawned separately: a
+/// second task per call would cost a thread hand-off for every call of a
+/// batch).
+pub struct CatchUnwind<F>(pub F);
 
-impl Future for CatchUnwind<'_> {
-    type Output = Result<Result<ToolOutput, ToolError>, Box<dyn Any + Send>>;
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let future = &mut self.0;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *future).poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
             Err(panic) => Poll::Ready(Err(panic)),

@@ -26,11 +26,12 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::executor::{redact_value, ToolResult};
 use crate::policy::auth::Identity;
-use crate::policy::Policy;
+use crate::policy::{AuditFinding, Decision, Policy};
 
 /// Where decision lines go.
 pub struct DecisionLog {
@@ -59,9 +60,16 @@ impl DecisionLog {
         elapsed: Duration,
         identity: Option<&Identity>,
     ) {
-        let line = decision_line(policy, result, arguments, elapsed, identity);
+        let mut line = decision_line(policy, result, arguments, elapsed, identity);
+        line.push('\n');
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+        // One write per line (`writeln!` on the unbuffered file made two
+        // system calls: the line, then its newline).
+        if out
+            .write_all(line.as_bytes())
+            .and_then(|_| out.flush())
+            .is_err()
+        {
             eprintln!("toolgate: could not write the decision log");
         }
     }
@@ -77,38 +85,60 @@ pub fn decision_line(
 ) -> String {
     let mut arguments = arguments.clone();
     redact_value(policy.redactor.get(), &mut arguments);
-    let (decision, rule, reason) = match &result.verdict {
-        Some(v) => (json!(v.decision), json!(v.rule), v.reason.clone()),
-        None => (Value::Null, Value::Null, first_chars(&result.text(), 300)),
+    let verdict = result.verdict.as_ref();
+    let reason = match verdict {
+        Some(v) => v.reason.clone(),
+        None => first_chars(&result.text(), 300),
     };
-    let mut reason = reason;
-    if let std::borrow::Cow::Owned(clean) = policy.redactor.get().redact(&reason) {
-        reason = clean;
-    }
-    let audit = match &result.verdict {
-        Some(v) if !v.audit.is_empty() => json!(v.audit),
-        _ => Value::Null,
+    let reason = match policy.redactor.get().redact(&reason) {
+        std::borrow::Cow::Owned(clean) => clean,
+        std::borrow::Cow::Borrowed(_) => reason,
     };
-    let mut line = json!({
-        "time": now_rfc3339(),
-        "id": result.id,
-        "tool": result.name,
-        "decision": decision,
-        "rule": rule,
-        "reason": reason,
-        "policy_version": result.policy_version,
-        "duration_ms": (elapsed.as_secs_f64() * 1e6).round() / 1e3,
-        "is_error": result.is_error,
-        "result_rule": result.result_rule,
-        "arguments": arguments,
-        "identity": identity.map(|i| i.id.as_str()),
-        "profile": identity.and_then(|i| i.profile.as_deref()),
-    });
-    // `audit` only when an audit-only entry (mode: audit) had a finding.
-    if !audit.is_null() {
-        line["audit"] = audit;
-    }
-    line.to_string()
+    // Serialized straight from borrowed fields (no intermediate `Value`
+    // map): the same keys in the same order as always.
+    let line = Line {
+        time: now_rfc3339(),
+        id: &result.id,
+        tool: &result.name,
+        decision: verdict.map(|v| v.decision),
+        rule: verdict.and_then(|v| v.rule.as_deref()),
+        reason,
+        policy_version: &result.policy_version,
+        duration_ms: (elapsed.as_secs_f64() * 1e6).round() / 1e3,
+        is_error: result.is_error,
+        result_rule: result.result_rule.as_deref(),
+        arguments: &arguments,
+        identity: identity.map(|i| i.id.as_str()),
+        profile: identity.and_then(|i| i.profile.as_deref()),
+        // `audit` only when an audit-only entry (mode: audit) had a finding.
+        audit: verdict
+            .map(|v| v.audit.as_slice())
+            .filter(|a| !a.is_empty()),
+    };
+    serde_json::to_string(&line).unwrap_or_else(|e| {
+        json!({"time": line.time, "id": result.id, "error": format!("unloggable call: {e}")})
+            .to_string()
+    })
+}
+
+/// The fields of one line, in the order they are written.
+#[derive(Serialize)]
+struct Line<'a> {
+    time: String,
+    id: &'a str,
+    tool: &'a str,
+    decision: Option<Decision>,
+    rule: Option<&'a str>,
+    reason: String,
+    policy_version: &'a str,
+    duration_ms: f64,
+    is_error: bool,
+    result_rule: Option<&'a str>,
+    arguments: &'a Value,
+    identity: Option<&'a str>,
+    profile: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audit: Option<&'a [AuditFinding]>,
 }
 
 fn first_chars(s: &str, n: usize) -> String {
@@ -150,6 +180,81 @@ fn rfc3339(secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line as it was built before it was serialized from a struct
+    /// (a `json!` map): the bytes must not change.
+    fn line_as_a_map(
+        policy: &Policy,
+        result: &ToolResult,
+        arguments: &Value,
+        elapsed: Duration,
+        identity: Option<&Identity>,
+    ) -> String {
+        let mut arguments = arguments.clone();
+        redact_value(policy.redactor.get(), &mut arguments);
+        let (decision, rule, reason) = match &result.verdict {
+            Some(v) => (json!(v.decision), json!(v.rule), v.reason.clone()),
+            None => (Value::Null, Value::Null, first_chars(&result.text(), 300)),
+        };
+        let reason = policy.redactor.get().redact(&reason).into_owned();
+        let mut line = json!({
+            "time": "T", "id": result.id, "tool": result.name, "decision": decision,
+            "rule": rule, "reason": reason, "policy_version": result.policy_version,
+            "duration_ms": (elapsed.as_secs_f64() * 1e6).round() / 1e3,
+            "is_error": result.is_error, "result_rule": result.result_rule,
+            "arguments": arguments, "identity": identity.map(|i| i.id.as_str()),
+            "profile": identity.and_then(|i| i.profile.as_deref()),
+        });
+        if let Some(v) = result.verdict.as_ref().filter(|v| !v.audit.is_empty()) {
+            line["audit"] = json!(v.audit);
+        }
+        line.to_string()
+    }
+
+    #[test]
+    fn the_line_has_the_same_bytes_as_the_map_it_was_built_from_before() {
+        let policy = Policy::from_yaml("version: 1\nextends: [builtin:default]\n").unwrap();
+        let key = "ghp_0123456789abcdefghij0123456789abcdef";
+        let mut denied = ToolResult::error("mcp-7", "bash", "no");
+        let mut verdict = crate::policy::Verdict::deny(
+            Some(crate::policy::RuleId::Named("no-rm".into())),
+            "rm \"quoted\" é",
+        );
+        verdict.audit.push(crate::policy::AuditFinding {
+            decision: crate::policy::Decision::Ask,
+            rule: "audit-only".into(),
+            reason: "would ask".into(),
+        });
+        denied.verdict = Some(verdict);
+        denied.policy_version = "3f9c".into();
+        let mut allowed = ToolResult::error("mcp-8", "ls", "x".repeat(400));
+        allowed.is_error = false;
+        allowed.result_rule = Some("cut".into());
+        let mut ok = crate::policy::Verdict::deny(None, "allowed");
+        ok.decision = crate::policy::Decision::Allow;
+        allowed.verdict = Some(ok);
+        let unknown = ToolResult::error("9", "nope", format!("unknown tool {key}"));
+        let who = Identity {
+            id: "ci-bot".into(),
+            profile: Some("readonly".into()),
+            source: crate::policy::auth::IdentitySource::default(),
+        };
+        let args = json!({"command": format!("echo {key}"), "n": 1.5, "z": [null, true], "a": {}});
+        for result in [&denied, &allowed, &unknown] {
+            for identity in [None, Some(&who)] {
+                for elapsed in [Duration::ZERO, Duration::from_micros(1234567)] {
+                    let got = decision_line(&policy, result, &args, elapsed, identity);
+                    // Byte for byte, after the time (which differs).
+                    let time = serde_json::from_str::<Value>(&got).unwrap()["time"].clone();
+                    assert!(time.as_str().is_some_and(|t| t.ends_with('Z')), "{got}");
+                    let got = got.replacen(&format!("\"time\":{time}"), "\"time\":\"T\"", 1);
+                    let want = line_as_a_map(&policy, result, &args, elapsed, identity);
+                    assert_eq!(got, want);
+                    assert!(!want.contains(key), "{want}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_line_names_the_result_rule_that_applied() {

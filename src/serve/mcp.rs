@@ -607,16 +607,21 @@ fn progress_message(partial: &ToolOutput) -> Option<String> {
 /// Serves MCP on stdin/stdout until the client closes stdin. Only protocol
 /// messages go to stdout; logs go to stderr.
 pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), String> {
-    let transport = rmcp::transport::io::stdio_pipes();
-    let running = McpServer::new(gateway)
-        .serve(transport)
-        .await
-        .map_err(|e| format!("MCP over stdio: {e}"))?;
-    running
-        .waiting()
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("MCP over stdio stopped: {e}"))
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    // Responses ready at the same time go out in one write.
+    let (stdout, written) = super::stdio_out::coalescing(stdout);
+    let served = match McpServer::new(gateway).serve((stdin, stdout)).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("MCP over stdio stopped: {e}")),
+        Err(e) => Err(format!("MCP over stdio: {e}")),
+    };
+    // The session dropped its writer: wait until what it handed over is
+    // written (bounded: a client that stopped reading must not hold us).
+    let _ = tokio::time::timeout(Duration::from_secs(5), written).await;
+    served
 }
 
 #[cfg(test)]

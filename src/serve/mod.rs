@@ -19,6 +19,7 @@ mod passthrough;
 pub mod reload;
 mod start;
 mod upstream_ask;
+mod stdio_out;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

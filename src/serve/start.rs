@@ -52,7 +52,15 @@ pub fn run(mut options: ServeOptions) -> Result<(), ServeError> {
             options.gateway.require_auth = true;
         }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // Stdio serves one client over one pipe pair: on a single-threaded
+    // runtime a call's hand-offs between tasks (read loop, handler, upstream
+    // client, response writer) stay on one thread instead of waking another
+    // worker for each. Blocking work still goes to the blocking pool.
+    let mut builder = match &options.transport {
+        Transport::Stdio => tokio::runtime::Builder::new_current_thread(),
+        Transport::Http(_) => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| ServeError::Runtime(format!("cannot start the async runtime: {e}")))?;
