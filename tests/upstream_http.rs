@@ -324,6 +324,7 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
         call("fake__echo", json!({"text": "x"}), "down"),
         {"do": "sleep", "seconds": 14},
         call("fake__echo", json!({"text": "back"}), "back"),
+        call("fake__echo", json!({"text": "leak-header"}), "leak"),
     ]));
     let r = &run.report;
     assert_eq!(r["ok"]["text"], "hi", "{r}");
@@ -351,6 +352,13 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
     assert_eq!(r["back"]["text"], "back", "{r}");
     let starts = fs::read_to_string(s.path("state/starts")).unwrap();
     assert_eq!(starts.lines().count(), 2, "{starts}");
+    // An error page that shows what was sent: an error result naming the
+    // server and the status, not the page (nor the token, checked below).
+    assert_eq!(
+        r["leak"]["text"],
+        "upstream fake is unavailable: Transport send error: Transport error: HTTP 500",
+        "{r}"
+    );
     s.assert_token_hidden(&run);
 }
 

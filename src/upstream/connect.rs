@@ -49,6 +49,9 @@ pub struct Handler {
     /// an HTTP connection is then over (a stdio one ends with its process).
     pub broken: Arc<Notify>,
     broken_reason: Arc<Mutex<Option<String>>>,
+    /// The header values of a `url` server (and their longer words), which
+    /// [`Handler::scrub`] keeps out of error texts.
+    secrets: Arc<Vec<String>>,
 }
 
 impl Handler {
@@ -86,6 +89,14 @@ impl Handler {
         serde_json::from_value(answer).map_err(|e| {
             McpError::internal_error(format!("{method}: the client's answer: {e}"), None)
         })
+    }
+
+    /// `text` fit for an error message: every header value (and each word
+    /// of 8+ characters of one, such as the token after `Bearer `) replaced,
+    /// in case an upstream or the HTTP client echoed what was sent, and
+    /// rmcp's transport type names (` [rmcp::…]`) left out.
+    pub fn scrub(&self, text: &str) -> String {
+        scrub(&self.secrets, text)
     }
 
     /// Records that a request failed at the transport level.
@@ -200,6 +211,22 @@ impl ClientHandler for Handler {
     }
 }
 
+fn scrub(secrets: &[String], text: &str) -> String {
+    let mut text = text.to_string();
+    for secret in secrets {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), "[header value]");
+        }
+    }
+    while let Some(at) = text.find(" [rmcp::") {
+        let Some(len) = text[at..].find(']') else {
+            break;
+        };
+        text.replace_range(at..at + len + 1, "");
+    }
+    text
+}
+
 /// A running upstream session.
 pub struct Connection {
     /// The MCP session (dropping it closes the transport).
@@ -226,10 +253,13 @@ impl Connection {
                 Ok(s) => format!("the server exited ({s})"),
                 Err(e) => format!("the server is gone ({e})"),
             },
-            None => super::http::ended(&self.service, &self.handler.broken)
-                .await
-                .or_else(|| self.handler.broken_reason())
-                .unwrap_or_else(|| "the connection failed".to_string()),
+            None => {
+                let why = super::http::ended(&self.service, &self.handler.broken)
+                    .await
+                    .or_else(|| self.handler.broken_reason())
+                    .unwrap_or_else(|| "the connection failed".to_string());
+                self.handler.scrub(&why)
+            }
         }
     }
 }
@@ -258,7 +288,23 @@ pub async fn connect_with(
     handler: Handler,
 ) -> Result<Connection, String> {
     if let Some(url) = &table.url {
-        let service = super::http::serve(table, url, handler.clone()).await?;
+        let mut handler = handler;
+        let mut secrets: Vec<String> = Vec::new();
+        for (_, value) in table.header_values().unwrap_or_default() {
+            secrets.extend(
+                value
+                    .split_whitespace()
+                    .filter(|w| w.len() >= 8)
+                    .map(String::from),
+            );
+            secrets.push(value);
+        }
+        secrets.retain(|s| !s.is_empty());
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        handler.secrets = Arc::new(secrets);
+        let service = super::http::serve(table, url, handler.clone())
+            .await
+            .map_err(|e| handler.scrub(&e))?;
         return Ok(Connection {
             service,
             child: None,
@@ -330,4 +376,22 @@ pub async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<UpstreamTool>, St
         out.push(tool);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn error_texts_lose_header_values_and_type_names() {
+        let secrets = [
+            "Bearer tok-12345678".to_string(),
+            "tok-12345678".to_string(),
+        ];
+        assert_eq!(
+            super::scrub(
+                &secrets,
+                "Transport [rmcp::a::B<c::D>] error: saw Bearer tok-12345678 and tok-12345678"
+            ),
+            "Transport error: saw [header value] and [header value]"
+        );
+    }
 }

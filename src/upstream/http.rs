@@ -115,8 +115,7 @@ fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
 }
 
 /// An error with its causes (`a: b: c`; reqwest hides the cause of "error
-/// sending request", such as a refused connection or a bad certificate),
-/// without rmcp's transport type names.
+/// sending request", such as a refused connection or a bad certificate).
 fn causes(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
@@ -126,12 +125,6 @@ fn causes(e: &(dyn std::error::Error + 'static)) -> String {
             text = format!("{text}: {t}");
         }
         cause = c.source();
-    }
-    while let Some(at) = text.find(" [rmcp::") {
-        let Some(len) = text[at..].find(']') else {
-            break;
-        };
-        text.replace_range(at..at + len + 1, "");
     }
     text
 }
