@@ -606,3 +606,55 @@ fn http_server_manifest_errors_name_file_header_and_variable() {
     }
     assert!(!err.contains(TOKEN), "{err}");
 }
+
+#[test]
+fn sampling_and_elicitation_over_http_reach_the_client_redacted() {
+    let up = everything_http();
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"ev__*\"]\n",
+    );
+    s.http_server(
+        "everything",
+        "ev",
+        &format!("http://127.0.0.1:{}/mcp", up.port),
+    );
+    // server-everything adds these tools after the handshake and says so
+    // with tools/list_changed (`pin = "off"`: they would be withheld as new).
+    let manifest = s.path("m/everything.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, format!("{text}pin = \"off\"\n")).unwrap();
+    let run = s.run(json!([
+        {"do": "sleep", "seconds": 3.0},
+        call("ev__trigger-sampling-request", json!({"prompt": format!("hi {SECRET}")}), "sampling"),
+        call("ev__trigger-elicitation-request", json!({}), "elicitation"),
+        {"do": "asked", "as": "asked"},
+    ]));
+    let r = &run.report;
+    assert_eq!(r["sampling"]["is_error"], false, "{r}");
+    // The upstream's request reached the client redacted, and the answer
+    // went back to the upstream, which returned it.
+    let asked = r["asked"].as_array().unwrap();
+    assert!(
+        asked[0]["sampling"]
+            .as_str()
+            .unwrap()
+            .contains("hi [REDACTED:github-pat]"),
+        "{r}"
+    );
+    assert!(
+        r["sampling"]["text"].as_str().unwrap().contains(
+            "sampled: Resource trigger-sampling-request context: hi [REDACTED:github-pat]"
+        ),
+        "{r}"
+    );
+    assert_eq!(r["elicitation"]["is_error"], false, "{r}");
+    assert!(
+        r["elicitation"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("User provided the requested information"),
+        "{r}"
+    );
+    assert!(!r.to_string().contains(SECRET), "{r}");
+    s.assert_token_hidden(&run);
+}
