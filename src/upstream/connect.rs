@@ -15,12 +15,14 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
-    ResourceUpdatedNotificationParam,
+    ElicitResult, JsonRpcMessage, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, ResourceUpdatedNotificationParam, ServerNotification,
 };
 use rmcp::service::{
-    NotificationContext, Peer, RequestContext, RoleClient, RunningService, ServiceExt,
+    NotificationContext, Peer, RequestContext, RoleClient, RunningService, RxJsonRpcMessage,
+    ServiceExt, TxJsonRpcMessage,
 };
+use rmcp::transport::Transport;
 use rmcp::{ClientHandler, ErrorData as McpError};
 use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
@@ -114,20 +116,8 @@ impl Handler {
             .clone()
     }
 
-    fn emit(&self, event: impl FnOnce(String) -> UpstreamEvent) {
-        if let Some((server, tx)) = &self.events {
-            // No receiver (no client session yet) is not an error.
-            let _ = tx.send(event(server.clone()));
-        }
-    }
-}
-
-impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
+    /// Sends an upstream progress update to the call with its token.
+    fn route_progress(&self, params: ProgressNotificationParam) {
         let target = self
             .progress
             .lock()
@@ -147,6 +137,23 @@ impl ClientHandler for Handler {
             // The executor redacts the update before anyone sees it.
             progress.update(ToolOutput { content, details });
         }
+    }
+
+    fn emit(&self, event: impl FnOnce(String) -> UpstreamEvent) {
+        if let Some((server, tx)) = &self.events {
+            // No receiver (no client session yet) is not an error.
+            let _ = tx.send(event(server.clone()));
+        }
+    }
+}
+
+impl ClientHandler for Handler {
+    // Progress is routed by `InOrder` as it arrives (see there).
+    async fn on_progress(
+        &self,
+        _params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -227,6 +234,46 @@ fn scrub(secrets: &[String], text: &str) -> String {
     text
 }
 
+/// An upstream transport whose progress notifications are routed as they
+/// arrive. rmcp runs each notification's handler as a task of its own but
+/// hands a response to its caller at once, so progress routed in
+/// `on_progress` could lose the race with the result (and be dropped, its
+/// route gone); routed here, every update sent before the result is
+/// delivered before it.
+struct InOrder<T> {
+    inner: T,
+    handler: Handler,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
+    type Error = T::Error;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        T::name()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(n) = &message {
+            if let ServerNotification::ProgressNotification(p) = &n.notification {
+                self.handler.route_progress(p.params.clone());
+            }
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 /// A running upstream session.
 pub struct Connection {
     /// The MCP session (dropping it closes the transport).
@@ -302,9 +349,20 @@ pub async fn connect_with(
         secrets.retain(|s| !s.is_empty());
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         handler.secrets = Arc::new(secrets);
-        let service = super::http::serve(table, url, handler.clone())
+        let transport = super::http::transport(table, url).map_err(|e| handler.scrub(&e))?;
+        let service = handler
+            .clone()
+            .serve(InOrder {
+                inner: transport,
+                handler: handler.clone(),
+            })
             .await
-            .map_err(|e| handler.scrub(&e))?;
+            .map_err(|e| {
+                handler.scrub(&format!(
+                    "MCP handshake with {url} failed: {}",
+                    super::http::handshake_error(&e)
+                ))
+            })?;
         return Ok(Connection {
             service,
             child: None,
@@ -348,7 +406,11 @@ pub async fn connect_with(
         kill_group(pgid);
         return Err("cannot open the server's stdio".to_string());
     };
-    match handler.clone().serve((stdout, stdin)).await {
+    let transport = InOrder {
+        inner: rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin),
+        handler: handler.clone(),
+    };
+    match handler.clone().serve(transport).await {
         Ok(service) => Ok(Connection {
             service,
             child: Some(child),
