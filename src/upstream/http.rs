@@ -2,8 +2,9 @@
 //! (reqwest on rustls with the `ring` provider, certificates checked
 //! against the webpki roots compiled in), the manifest's `headers` with
 //! `${env:VAR}` substituted and marked sensitive, and rmcp's Streamable
-//! HTTP client transport. Everything above the transport (handshake,
-//! listing, calls, pass-through, supervision) is the stdio code.
+//! HTTP client transport. `connect.rs` completes the handshake over it,
+//! and everything above (listing, calls, pass-through, supervision) is the
+//! stdio code.
 //!
 //! Header values are secrets: they go into the requests only, never into
 //! an error, a log line or `/status`.
@@ -17,7 +18,6 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::common::client_side_sse::SseRetryPolicy;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-
 use rmcp::ClientHandler;
 use tokio::sync::Notify;
 
