@@ -289,17 +289,11 @@ fn everything_over_http_runs_through_the_one_pipeline() {
         r["secret"]["text"], "Echo: key [REDACTED:github-pat]",
         "{r}"
     );
-    // Progress reaches the client. (rmcp runs each notification handler as
-    // a task of its own and hands responses over directly, so under load
-    // an update can lose the race with the result: at least one of 3.)
+    // Progress reaches the client, every update before the result.
     let updates = r["progress"]["updates"].as_array().unwrap();
-    assert!(!updates.is_empty() && updates.len() <= 3, "{r}");
-    assert!(
-        updates.iter().all(
-            |u| u["total"] == 3.0 && [1.0, 2.0, 3.0].contains(&u["progress"].as_f64().unwrap())
-        ),
-        "{r}"
-    );
+    assert_eq!(updates.len(), 3, "{r}");
+    assert_eq!(updates[2]["progress"], 3.0);
+    assert_eq!(updates[2]["total"], 3.0);
     assert_eq!(r["doc"]["contents"][0]["uri"], doc, "{r}");
     assert!(
         r["doc"]["contents"][0]["text"].as_str().unwrap().len() > 100,
@@ -324,6 +318,7 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
         call("fake__echo", json!({"text": "x"}), "down"),
         {"do": "sleep", "seconds": 14},
         call("fake__echo", json!({"text": "back"}), "back"),
+        call("fake__echo", json!({"text": "leak-header"}), "leak"),
     ]));
     let r = &run.report;
     assert_eq!(r["ok"]["text"], "hi", "{r}");
@@ -351,6 +346,13 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
     assert_eq!(r["back"]["text"], "back", "{r}");
     let starts = fs::read_to_string(s.path("state/starts")).unwrap();
     assert_eq!(starts.lines().count(), 2, "{starts}");
+    // An error page that shows what was sent: an error result naming the
+    // server and the status, not the page (nor the token, checked below).
+    assert_eq!(
+        r["leak"]["text"],
+        "upstream fake is unavailable: Transport send error: Transport error: HTTP 500",
+        "{r}"
+    );
     s.assert_token_hidden(&run);
 }
 
@@ -597,4 +599,56 @@ fn http_server_manifest_errors_name_file_header_and_variable() {
         assert!(err.contains(want), "missing {want:?} in:\n{err}");
     }
     assert!(!err.contains(TOKEN), "{err}");
+}
+
+#[test]
+fn sampling_and_elicitation_over_http_reach_the_client_redacted() {
+    let up = everything_http();
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [\"ev__*\"]\n",
+    );
+    s.http_server(
+        "everything",
+        "ev",
+        &format!("http://127.0.0.1:{}/mcp", up.port),
+    );
+    // server-everything adds these tools after the handshake and says so
+    // with tools/list_changed (`pin = "off"`: they would be withheld as new).
+    let manifest = s.path("m/everything.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, format!("{text}pin = \"off\"\n")).unwrap();
+    let run = s.run(json!([
+        {"do": "sleep", "seconds": 3.0},
+        call("ev__trigger-sampling-request", json!({"prompt": format!("hi {SECRET}")}), "sampling"),
+        call("ev__trigger-elicitation-request", json!({}), "elicitation"),
+        {"do": "asked", "as": "asked"},
+    ]));
+    let r = &run.report;
+    assert_eq!(r["sampling"]["is_error"], false, "{r}");
+    // The upstream's request reached the client redacted, and the answer
+    // went back to the upstream, which returned it.
+    let asked = r["asked"].as_array().unwrap();
+    assert!(
+        asked[0]["sampling"]
+            .as_str()
+            .unwrap()
+            .contains("hi [REDACTED:github-pat]"),
+        "{r}"
+    );
+    assert!(
+        r["sampling"]["text"].as_str().unwrap().contains(
+            "sampled: Resource trigger-sampling-request context: hi [REDACTED:github-pat]"
+        ),
+        "{r}"
+    );
+    assert_eq!(r["elicitation"]["is_error"], false, "{r}");
+    assert!(
+        r["elicitation"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("User provided the requested information"),
+        "{r}"
+    );
+    assert!(!r.to_string().contains(SECRET), "{r}");
+    s.assert_token_hidden(&run);
 }

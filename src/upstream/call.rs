@@ -40,7 +40,7 @@ pub async fn call(
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
     let unavailable = |e: &dyn std::fmt::Display| {
-        ToolError::new(format!("upstream {server} is unavailable: {e}"))
+        ToolError::new(handler.scrub(&format!("upstream {server} is unavailable: {e}")))
     };
     let mut params = CallToolRequestParams::new(tool.to_string());
     params.arguments = match args {
@@ -102,10 +102,10 @@ pub async fn call(
         ))),
         // A JSON-RPC error from the upstream is the tool's failure; a
         // transport error means the server is gone.
-        Err(rmcp::ServiceError::McpError(e)) => Err(ToolError::new(format!(
+        Err(rmcp::ServiceError::McpError(e)) => Err(ToolError::new(handler.scrub(&format!(
             "upstream {server}: {} (code {})",
             e.message, e.code.0
-        ))),
+        )))),
         Err(e) => {
             handler.transport_failed(&e);
             Err(unavailable(&e))

@@ -15,12 +15,14 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
-    ResourceUpdatedNotificationParam,
+    ElicitResult, JsonRpcMessage, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, ResourceUpdatedNotificationParam, ServerNotification,
 };
 use rmcp::service::{
-    NotificationContext, Peer, RequestContext, RoleClient, RunningService, ServiceExt,
+    NotificationContext, Peer, RequestContext, RoleClient, RunningService, RxJsonRpcMessage,
+    ServiceExt, TxJsonRpcMessage,
 };
+use rmcp::transport::Transport;
 use rmcp::{ClientHandler, ErrorData as McpError};
 use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
@@ -49,6 +51,9 @@ pub struct Handler {
     /// an HTTP connection is then over (a stdio one ends with its process).
     pub broken: Arc<Notify>,
     broken_reason: Arc<Mutex<Option<String>>>,
+    /// The header values of a `url` server (and their longer words), which
+    /// [`Handler::scrub`] keeps out of error texts.
+    secrets: Arc<Vec<String>>,
 }
 
 impl Handler {
@@ -88,6 +93,14 @@ impl Handler {
         })
     }
 
+    /// `text` fit for an error message: every header value (and each word
+    /// of 8+ characters of one, such as the token after `Bearer `) replaced,
+    /// in case an upstream or the HTTP client echoed what was sent, and
+    /// rmcp's transport type names (` [rmcp::…]`) left out.
+    pub fn scrub(&self, text: &str) -> String {
+        scrub(&self.secrets, text)
+    }
+
     /// Records that a request failed at the transport level.
     pub fn transport_failed(&self, why: &dyn std::fmt::Display) {
         *self.broken_reason.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -103,20 +116,8 @@ impl Handler {
             .clone()
     }
 
-    fn emit(&self, event: impl FnOnce(String) -> UpstreamEvent) {
-        if let Some((server, tx)) = &self.events {
-            // No receiver (no client session yet) is not an error.
-            let _ = tx.send(event(server.clone()));
-        }
-    }
-}
-
-impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
+    /// Sends an upstream progress update to the call with its token.
+    fn route_progress(&self, params: ProgressNotificationParam) {
         let target = self
             .progress
             .lock()
@@ -136,6 +137,23 @@ impl ClientHandler for Handler {
             // The executor redacts the update before anyone sees it.
             progress.update(ToolOutput { content, details });
         }
+    }
+
+    fn emit(&self, event: impl FnOnce(String) -> UpstreamEvent) {
+        if let Some((server, tx)) = &self.events {
+            // No receiver (no client session yet) is not an error.
+            let _ = tx.send(event(server.clone()));
+        }
+    }
+}
+
+impl ClientHandler for Handler {
+    // Progress is routed by `InOrder` as it arrives (see there).
+    async fn on_progress(
+        &self,
+        _params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -200,6 +218,62 @@ impl ClientHandler for Handler {
     }
 }
 
+fn scrub(secrets: &[String], text: &str) -> String {
+    let mut text = text.to_string();
+    for secret in secrets {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), "[header value]");
+        }
+    }
+    while let Some(at) = text.find(" [rmcp::") {
+        let Some(len) = text[at..].find(']') else {
+            break;
+        };
+        text.replace_range(at..at + len + 1, "");
+    }
+    text
+}
+
+/// An upstream transport whose progress notifications are routed as they
+/// arrive. rmcp runs each notification's handler as a task of its own but
+/// hands a response to its caller at once, so progress routed in
+/// `on_progress` could lose the race with the result (and be dropped, its
+/// route gone); routed here, every update sent before the result is
+/// delivered before it.
+struct InOrder<T> {
+    inner: T,
+    handler: Handler,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
+    type Error = T::Error;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        T::name()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(n) = &message {
+            if let ServerNotification::ProgressNotification(p) = &n.notification {
+                self.handler.route_progress(p.params.clone());
+            }
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 /// A running upstream session.
 pub struct Connection {
     /// The MCP session (dropping it closes the transport).
@@ -226,10 +300,13 @@ impl Connection {
                 Ok(s) => format!("the server exited ({s})"),
                 Err(e) => format!("the server is gone ({e})"),
             },
-            None => super::http::ended(&self.service, &self.handler.broken)
-                .await
-                .or_else(|| self.handler.broken_reason())
-                .unwrap_or_else(|| "the connection failed".to_string()),
+            None => {
+                let why = super::http::ended(&self.service, &self.handler.broken)
+                    .await
+                    .or_else(|| self.handler.broken_reason())
+                    .unwrap_or_else(|| "the connection failed".to_string());
+                self.handler.scrub(&why)
+            }
         }
     }
 }
@@ -258,7 +335,34 @@ pub async fn connect_with(
     handler: Handler,
 ) -> Result<Connection, String> {
     if let Some(url) = &table.url {
-        let service = super::http::serve(table, url, handler.clone()).await?;
+        let mut handler = handler;
+        let mut secrets: Vec<String> = Vec::new();
+        for (_, value) in table.header_values().unwrap_or_default() {
+            secrets.extend(
+                value
+                    .split_whitespace()
+                    .filter(|w| w.len() >= 8)
+                    .map(String::from),
+            );
+            secrets.push(value);
+        }
+        secrets.retain(|s| !s.is_empty());
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        handler.secrets = Arc::new(secrets);
+        let transport = super::http::transport(table, url).map_err(|e| handler.scrub(&e))?;
+        let service = handler
+            .clone()
+            .serve(InOrder {
+                inner: transport,
+                handler: handler.clone(),
+            })
+            .await
+            .map_err(|e| {
+                handler.scrub(&format!(
+                    "MCP handshake with {url} failed: {}",
+                    super::http::handshake_error(&e)
+                ))
+            })?;
         return Ok(Connection {
             service,
             child: None,
@@ -302,7 +406,11 @@ pub async fn connect_with(
         kill_group(pgid);
         return Err("cannot open the server's stdio".to_string());
     };
-    match handler.clone().serve((stdout, stdin)).await {
+    let transport = InOrder {
+        inner: rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin),
+        handler: handler.clone(),
+    };
+    match handler.clone().serve(transport).await {
         Ok(service) => Ok(Connection {
             service,
             child: Some(child),
@@ -330,4 +438,22 @@ pub async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<UpstreamTool>, St
         out.push(tool);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn error_texts_lose_header_values_and_type_names() {
+        let secrets = [
+            "Bearer tok-12345678".to_string(),
+            "tok-12345678".to_string(),
+        ];
+        assert_eq!(
+            super::scrub(
+                &secrets,
+                "Transport [rmcp::a::B<c::D>] error: saw Bearer tok-12345678 and tok-12345678"
+            ),
+            "Transport error: saw [header value] and [header value]"
+        );
+    }
 }

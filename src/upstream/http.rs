@@ -2,8 +2,9 @@
 //! (reqwest on rustls with the `ring` provider, certificates checked
 //! against the webpki roots compiled in), the manifest's `headers` with
 //! `${env:VAR}` substituted and marked sensitive, and rmcp's Streamable
-//! HTTP client transport. Everything above the transport (handshake,
-//! listing, calls, pass-through, supervision) is the stdio code.
+//! HTTP client transport. `connect.rs` completes the handshake over it,
+//! and everything above (listing, calls, pass-through, supervision) is the
+//! stdio code.
 //!
 //! Header values are secrets: they go into the requests only, never into
 //! an error, a log line or `/status`.
@@ -17,8 +18,6 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::common::client_side_sse::SseRetryPolicy;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::ServiceExt;
-
 use rmcp::ClientHandler;
 use tokio::sync::Notify;
 
@@ -81,27 +80,26 @@ fn headers(
     Ok(out)
 }
 
-/// Connects to `url` and completes the MCP handshake.
-pub async fn serve<H: ClientHandler>(
+/// The Streamable HTTP client transport to `url`, with the manifest's
+/// headers (the caller completes the MCP handshake over it).
+pub fn transport(
     table: &ServerTable,
     url: &str,
-    handler: H,
-) -> Result<RunningService<RoleClient, H>, String> {
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(headers(table)?)
         .reinit_on_expired_session(false);
     config.retry_config = Arc::new(FewRetries);
-    let transport = StreamableHttpClientTransport::with_client(client()?, config);
-    handler
-        .serve(transport)
-        .await
-        .map_err(|e| format!("MCP handshake with {url} failed: {}", handshake_error(&e)))
+    Ok(StreamableHttpClientTransport::with_client(
+        client()?,
+        config,
+    ))
 }
 
 /// Why the handshake failed, with the HTTP client's cause (a refused
 /// connection, a certificate that does not verify) that rmcp's message
 /// leaves out.
-fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
+pub fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
     if let rmcp::service::ClientInitializeError::TransportError { error, .. } = e {
         if let Some(StreamableHttpError::Client(client)) = error
@@ -115,8 +113,7 @@ fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
 }
 
 /// An error with its causes (`a: b: c`; reqwest hides the cause of "error
-/// sending request", such as a refused connection or a bad certificate),
-/// without rmcp's transport type names.
+/// sending request", such as a refused connection or a bad certificate).
 fn causes(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
@@ -126,12 +123,6 @@ fn causes(e: &(dyn std::error::Error + 'static)) -> String {
             text = format!("{text}: {t}");
         }
         cause = c.source();
-    }
-    while let Some(at) = text.find(" [rmcp::") {
-        let Some(len) = text[at..].find(']') else {
-            break;
-        };
-        text.replace_range(at..at + len + 1, "");
     }
     text
 }

@@ -174,6 +174,34 @@ def recording_auth(app):
             if scope["method"] == "POST" and b"mcp-session-id" not in headers:
                 with open(state_file("sessions"), "a") as f:
                     f.write("session\n")
+            if scope["method"] == "POST":
+                # A request that mentions "leak-header" gets an error page
+                # that shows its Authorization header (as a careless server
+                # might): toolgate must not pass it on.
+                chunks, more = [], True
+                while more:
+                    message = await receive()
+                    chunks.append(message.get("body", b""))
+                    more = message.get("more_body", False)
+                body = b"".join(chunks)
+                if b"leak-header" in body:
+                    await send({"type": "http.response.start", "status": 500,
+                                "headers": [(b"content-type", b"text/plain")]})
+                    await send({"type": "http.response.body",
+                                "body": b"server error; the request had Authorization: "
+                                + headers.get(b"authorization", b"")})
+                    return
+                replayed = False
+
+                async def replay():
+                    nonlocal replayed
+                    if not replayed:
+                        replayed = True
+                        return {"type": "http.request", "body": body, "more_body": False}
+                    return await receive()
+
+                await app(scope, replay, send)
+                return
         await app(scope, receive, send)
 
     return wrapped
