@@ -18,8 +18,8 @@ mod metrics;
 mod passthrough;
 pub mod reload;
 mod start;
-mod upstream_ask;
 mod stdio_out;
+mod upstream_ask;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
