@@ -27,6 +27,7 @@ impl Drop for ProgressRoute<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.token);
+        self.handler.counts.forget(&self.token);
     }
 }
 
@@ -74,6 +75,7 @@ pub async fn call(
             let _ = peer.notify_cancelled(param).await;
         }
     };
+    let token = handle.progress_token.clone();
     let response = tokio::select! {
         r = handle.await_response() => r,
         _ = ctx.cancel.cancelled() => {
@@ -88,6 +90,9 @@ pub async fn call(
             )));
         }
     };
+    // The progress the server sent before its result reaches the client
+    // before the result does (upstream/ordered.rs).
+    handler.counts.settle(&token).await;
     match response {
         Ok(ServerResult::CallToolResult(result)) => {
             let v = serde_json::to_value(&result).map_err(|e| unavailable(&e))?;

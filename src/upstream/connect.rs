@@ -19,6 +19,8 @@ use rmcp::model::{
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, RoleClient, RunningService, ServiceExt,
 };
+use rmcp::transport::async_rw::TransportAdapterAsyncRW;
+use rmcp::transport::IntoTransport;
 use rmcp::{ClientHandler, ErrorData as McpError};
 use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
@@ -28,6 +30,7 @@ use super::passthrough::{ClientAsk, UpstreamEvent};
 
 /// Where the client-asking function lives (set once a front-end serves).
 pub type AskSlot = Arc<std::sync::RwLock<Option<ClientAsk>>>;
+use super::ordered::{Counted, ProgressCounts};
 use crate::config::server::{ServerTable, UpstreamTool};
 use crate::tools::{Progress, ToolOutput};
 
@@ -43,6 +46,8 @@ pub struct Handler {
     pub events: Option<(String, broadcast::Sender<UpstreamEvent>)>,
     /// Who answers the upstream's sampling and elicitation requests.
     pub asker: AskSlot,
+    /// Progress notifications read and handled, per token (ordered.rs).
+    pub counts: ProgressCounts,
 }
 
 impl Handler {
@@ -96,6 +101,7 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        let token = params.progress_token.clone();
         let target = self
             .progress
             .lock()
@@ -115,6 +121,7 @@ impl ClientHandler for Handler {
             // The executor redacts the update before anyone sees it.
             progress.update(ToolOutput { content, details });
         }
+        self.counts.handled(&token);
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -256,7 +263,13 @@ pub async fn connect_with(
         kill_group(pgid);
         return Err("cannot open the server's stdio".to_string());
     };
-    match handler.clone().serve((stdout, stdin)).await {
+    let transport = Counted::new(
+        IntoTransport::<RoleClient, std::io::Error, TransportAdapterAsyncRW>::into_transport((
+            stdout, stdin,
+        )),
+        handler.counts.clone(),
+    );
+    match handler.clone().serve(transport).await {
         Ok(service) => Ok(Connection {
             service,
             child,

@@ -10,6 +10,7 @@
 
 mod call;
 mod connect;
+mod ordered;
 mod passthrough;
 pub mod pin;
 

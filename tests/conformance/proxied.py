@@ -15,7 +15,11 @@ Then, beyond the suite (which opens one session at a time), it checks where
 toolgate sends an upstream's sampling request when several sessions are
 open: to the session whose call is running, never to another one; and that
 a stateless (2026-era) client calling the sampling and elicitation tools is
-asked in input-required rounds (and no session is).
+asked in input-required rounds (and no session is); and that with three
+sessions calling `test_tool_with_progress` at once (30 calls each), every
+call's three progress notifications arrive before its result (rmcp handles
+an upstream's notifications in tasks of their own; toolgate waits for them,
+src/upstream/ordered.rs).
 
     tests/mcp/.venv/bin/python tests/conformance/proxied.py [TOOLGATE_BINARY]
 
@@ -24,6 +28,8 @@ asked in input-required rounds (and no session is).
 """
 
 import json
+
+import anyio
 import os
 import pathlib
 import queue
@@ -157,6 +163,30 @@ async def routing(url):
     return problems
 
 
+async def progress_order(url):
+    """Three sessions at once; returns a list of problems."""
+    from mcp import Client
+
+    short = []
+
+    async def session():
+        async with Client(url, mode="legacy") as c:
+            for _ in range(30):
+                got = []
+
+                async def on_progress(progress, total, message):
+                    got.append(progress)
+
+                await c.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
+                if got != [0, 50, 100]:
+                    short.append(got)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(session)
+    return [f"{len(short)} of 90 calls got progress {short[:5]} instead of [0, 50, 100]"] if short else []
+
+
 def main():
     binary = pathlib.Path(
         sys.argv[1]
@@ -204,9 +234,8 @@ def main():
             version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
             print(f"conformance (proxied): through {version} at {proxied_url}")
             proxied = run_suite(proxied_url, tmp / "proxied", env)
-            import anyio
-
             routed = anyio.run(routing, proxied_url)
+            ordered = anyio.run(progress_order, proxied_url)
     finally:
         for p in procs:
             stop(p)
@@ -237,6 +266,10 @@ def main():
         problems.append(f"sampling with several sessions: {p}")
     if not routed:
         print("  ok  sampling with several sessions: to the calling session only; a stateless call in rounds")
+    for p in ordered:
+        problems.append(f"progress with several sessions: {p}")
+    if not ordered:
+        print("  ok  progress with several sessions: 90 calls, every update before its result")
     if problems:
         fail("\n  " + "\n  ".join(problems))
     print(f"conformance (proxied): all {len(direct)} scenarios pass directly and through toolgate")
