@@ -25,6 +25,8 @@ src/upstream/ordered.rs).
 
 (default: $CARGO_TARGET_DIR or target, then release/toolgate). Needs
 `bash tests/mcp/install.sh` first (Node 22, the suite, the Python SDK).
+With PROXIED_KEEP=DIR (an existing, empty folder) the suite's results of
+both runs stay in DIR/direct and DIR/proxied, to read a failure's details.
 """
 
 import json
@@ -273,7 +275,6 @@ def main():
     if problems:
         fail("\n  " + "\n  ".join(problems))
     print(f"conformance (proxied): all {len(direct)} scenarios pass directly and through toolgate")
-
 
 
 if __name__ == "__main__":
