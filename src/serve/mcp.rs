@@ -59,6 +59,7 @@ use tokio::sync::mpsc;
 use super::approve::{self, Answered, ElicitationApprover, PendingApprovals};
 use super::passthrough;
 use super::upstream_ask;
+use super::upstream_rounds;
 use super::Gateway;
 use crate::executor::{Approver, BatchOptions, Event, EventSink, ToolResult};
 use crate::policy::auth::Identity;
@@ -292,6 +293,31 @@ impl ServerHandler for McpServer {
             name,
             arguments: Value::Object(request.arguments.clone().unwrap_or_default()),
         };
+        let mut forwarder = UpdateForwarder {
+            peer: context.peer.clone(),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| ProgressSteps { token, last: None }),
+            log_level: self.log_level.clone(),
+        };
+        // A stateless retry answering an upstream's question
+        // (serve/upstream_rounds.rs).
+        let who = identity.as_ref().map(|i| i.id.clone());
+        if let Some(running) =
+            upstream_rounds::resume(&self.gateway.rounds, &request, &call, who.as_deref())
+        {
+            let waited = upstream_rounds::wait(
+                &self.gateway,
+                running,
+                &context,
+                &mut forwarder,
+                call_tool_result,
+                &call,
+                who.as_deref(),
+            );
+            return Ok(waited.await);
+        }
         let approver = match self.asking(&context, &request, &call, identity.as_ref()) {
             Asking::Nobody => None,
             Asking::Approver(a) => Some(a),
@@ -310,14 +336,6 @@ impl ServerHandler for McpServer {
             identity,
             ..BatchOptions::default()
         };
-        let mut forwarder = UpdateForwarder {
-            peer: context.peer.clone(),
-            progress: context
-                .meta
-                .get_progress_token()
-                .map(|token| ProgressSteps { token, last: None }),
-            log_level: self.log_level.clone(),
-        };
 
         // The call and the forwarding share this task, so every
         // notification is written before the response (which rmcp sends
@@ -326,7 +344,25 @@ impl ServerHandler for McpServer {
         // An upstream's sampling and elicitation requests made during the
         // call come here too, and go out from this task (serve/upstream_ask.rs).
         let session = Arc::as_ptr(&self.passthrough) as usize;
-        let mut asks = upstream_ask::register_call(&self.gateway, &call.name, &context, session);
+        let mut asks = upstream_ask::register_call(&self.gateway, &call.name, session);
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if let Some(asks) = asks.take_if(|_| stateless) {
+            // Its server's questions become input-required rounds.
+            let running =
+                upstream_rounds::start(self.gateway.clone(), call.clone(), options, asks, updates);
+            let waited = upstream_rounds::wait(
+                &self.gateway,
+                running,
+                &context,
+                &mut forwarder,
+                call_tool_result,
+                &call,
+                who.as_deref(),
+            );
+            return Ok(waited.await);
+        }
         let run = self.gateway.call(call, options);
         tokio::pin!(run);
         let result = loop {
@@ -511,7 +547,14 @@ struct UpdateForwarder {
     log_level: Arc<AtomicU8>,
 }
 
+impl upstream_rounds::Forward for UpdateForwarder {
+    fn send(&mut self, partial: &ToolOutput) -> impl std::future::Future<Output = ()> + Send {
+        UpdateForwarder::send(self, partial)
+    }
+}
+
 impl UpdateForwarder {
+    /// Sends one update as a progress or log notification.
     async fn send(&mut self, partial: &ToolOutput) {
         if let Some(record) = partial.details.get("log") {
             if let Some(param) = log_message(record) {

@@ -20,6 +20,7 @@ pub mod reload;
 mod start;
 mod stdio_out;
 mod upstream_ask;
+mod upstream_rounds;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -127,6 +128,8 @@ pub struct Gateway {
     auth: ArcSwapOption<auth::Authenticator>,
     /// MCP sessions upstream sampling and elicitation requests may go to.
     clients: Arc<upstream_ask::Clients>,
+    /// Stateless upstream calls waiting for their client's answer.
+    rounds: upstream_rounds::Rounds,
 }
 
 /// The checker for `policy`'s `auth:` (`None` without one), or why it
@@ -214,6 +217,7 @@ impl Gateway {
             upstream,
             auth: ArcSwapOption::new(authenticator),
             clients: Arc::default(),
+            rounds: Default::default(),
         });
         if let Some(m) = &gateway.upstream {
             m.set_client_ask(upstream_ask::client_ask(

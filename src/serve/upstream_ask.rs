@@ -16,9 +16,9 @@
 //! sessions without a call, are an error answer to the upstream: toolgate
 //! cannot tell whose request it is, and asking the wrong user would show
 //! them another session's data. Over stdio there is one client. A stateless
-//! (2026-era) call of the server in flight is an error answer too: its
-//! client cannot be asked (no server-to-client requests in that era), and
-//! the request must not go to some other session instead.
+//! (2026-era) call in flight is a session of its own: its server's request
+//! goes back to its client as an input-required round
+//! (serve/upstream_rounds.rs), never to another session.
 
 // rmcp marks sampling deprecated (2026 era); the handshake era still uses it.
 #![allow(deprecated)]
@@ -26,7 +26,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rmcp::model::ProtocolVersion;
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -45,15 +44,56 @@ pub struct Ask {
     reply: oneshot::Sender<Result<Value, String>>,
 }
 
+impl Ask {
+    /// A request of `method` with `params`, and where its answer arrives.
+    pub fn new(
+        method: &'static str,
+        params: Value,
+    ) -> (Ask, oneshot::Receiver<Result<Value, String>>) {
+        let (reply, answered) = oneshot::channel();
+        (
+            Ask {
+                method,
+                params,
+                reply,
+            },
+            answered,
+        )
+    }
+
+    /// `sampling/createMessage` or `elicitation/create`.
+    pub fn method(&self) -> &'static str {
+        self.method
+    }
+
+    /// The request's params (already redacted).
+    pub fn params(&self) -> &Value {
+        &self.params
+    }
+
+    /// The client capability the request needs.
+    pub fn capability(&self) -> &'static str {
+        capability_of(self.method)
+    }
+
+    /// Answers the upstream (the answer is redacted on its way).
+    pub fn reply(self, answer: Result<Value, String>) {
+        let _ = self.reply.send(answer);
+    }
+
+    /// Answers the upstream with an error.
+    pub fn refuse(self, why: String) {
+        self.reply(Err(why));
+    }
+}
+
 /// One handshake-era `tools/call` of an upstream server, while it runs.
 struct InFlight {
     id: u64,
     server: String,
     /// The calling session (its [`super::passthrough::Session`]'s address).
     session: usize,
-    /// Where its requests go; `None` for a stateless call, which cannot
-    /// be asked anything.
-    asks: Option<mpsc::UnboundedSender<Ask>>,
+    asks: mpsc::UnboundedSender<Ask>,
 }
 
 /// The handshake-era sessions, and the upstream calls they have in flight.
@@ -73,7 +113,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct CallAsks {
     clients: Arc<Clients>,
     id: u64,
-    asks: Option<mpsc::UnboundedReceiver<Ask>>,
+    asks: mpsc::UnboundedReceiver<Ask>,
 }
 
 impl Drop for CallAsks {
@@ -82,20 +122,10 @@ impl Drop for CallAsks {
     }
 }
 
-/// Registers the `tools/call` of `name` that `context` is serving, when
-/// `name` is an upstream tool. `session` tells one session's calls from
-/// another's. A stateless (2026-era) call is registered without a way to
-/// ask it anything, so that its server's requests fail instead of going to
-/// another session.
-pub fn register_call(
-    gateway: &Gateway,
-    name: &str,
-    context: &RequestContext<RoleServer>,
-    session: usize,
-) -> Option<CallAsks> {
-    let stateless = context
-        .protocol_version()
-        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+/// Registers the `tools/call` of `name` while it runs, when `name` is an
+/// upstream tool. `session` tells one session's calls from another's (each
+/// stateless request is a session of its own).
+pub fn register_call(gateway: &Gateway, name: &str, session: usize) -> Option<CallAsks> {
     let policy = gateway.policy();
     let Implementation::Upstream { server, .. } = &policy.tools.get(name)?.manifest.implementation
     else {
@@ -103,12 +133,7 @@ pub fn register_call(
     };
     let clients = gateway.clients.clone();
     let id = clients.next.fetch_add(1, Ordering::Relaxed);
-    let (tx, rx) = if stateless {
-        (None, None)
-    } else {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Some(tx), Some(rx))
-    };
+    let (tx, rx) = mpsc::unbounded_channel();
     lock(&clients.calls).push(InFlight {
         id,
         server: server.clone(),
@@ -124,8 +149,8 @@ pub fn register_call(
 
 /// The next request for the call (never, when it is not an upstream call).
 pub async fn next_ask(call: &mut Option<CallAsks>) -> Option<Ask> {
-    match call.as_mut().and_then(|c| c.asks.as_mut()) {
-        Some(asks) => asks.recv().await,
+    match call {
+        Some(c) => c.asks.recv().await,
         None => std::future::pending().await,
     }
 }
@@ -214,13 +239,7 @@ impl Clients {
                          cannot tell which one this {capability} request is for"
                     ));
                 }
-                return match &first.asks {
-                    Some(asks) => Ok(Route::Call(asks.clone())),
-                    None => Err(format!(
-                        "the call of upstream {server} came from a stateless (2026-era) \
-                         request, whose client cannot be sent a {capability} request"
-                    )),
-                };
+                return Ok(Route::Call(first.asks.clone()));
             }
         }
         let mut all = lock(&self.sessions);
@@ -260,13 +279,9 @@ pub fn client_ask(gateway: std::sync::Weak<Gateway>, clients: Arc<Clients>) -> C
             let mut answer = match route {
                 Route::Session(peer) => put(&peer, method, params).await?,
                 Route::Call(call) => {
-                    let (reply, answered) = oneshot::channel();
-                    call.send(Ask {
-                        method,
-                        params,
-                        reply,
-                    })
-                    .map_err(|_| "the tool call ended".to_string())?;
+                    let (ask, answered) = Ask::new(method, params);
+                    call.send(ask)
+                        .map_err(|_| "the tool call ended".to_string())?;
                     answered
                         .await
                         .map_err(|_| "the tool call ended".to_string())??

@@ -13,16 +13,25 @@ status codes differ by design).
 
 Then, beyond the suite (which opens one session at a time), it checks where
 toolgate sends an upstream's sampling request when several sessions are
-open: to the session whose call is running, never to another one; and a
-stateless (2026-era) call's request goes to no session at all.
+open: to the session whose call is running, never to another one; and that
+a stateless (2026-era) client calling the sampling and elicitation tools is
+asked in input-required rounds (and no session is); and that with three
+sessions calling `test_tool_with_progress` at once (30 calls each), every
+call's three progress notifications arrive before its result (rmcp handles
+an upstream's notifications in tasks of their own; toolgate routes progress
+as it is read, `InOrder` in src/upstream/connect.rs).
 
     tests/mcp/.venv/bin/python tests/conformance/proxied.py [TOOLGATE_BINARY]
 
 (default: $CARGO_TARGET_DIR or target, then release/toolgate). Needs
 `bash tests/mcp/install.sh` first (Node 22, the suite, the Python SDK).
+With PROXIED_KEEP=DIR (an existing, empty folder) the suite's results of
+both runs stay in DIR/direct and DIR/proxied, to read a failure's details.
 """
 
 import json
+
+import anyio
 import os
 import pathlib
 import queue
@@ -115,7 +124,7 @@ async def routing(url):
     """Several sessions at once; returns a list of problems."""
     from mcp import Client, types
 
-    asked = {"A": [], "B": []}
+    asked = {"A": [], "B": [], "C": []}
 
     def sampler(who):
         async def on_sampling(context, params):
@@ -134,18 +143,50 @@ async def routing(url):
         await a.list_tools()
         async with Client(url, mode="legacy", sampling_callback=sampler("B")) as b:
             got = said(await b.call_tool("test_sampling", {"prompt": "for B"}))
-            if got != (False, "LLM response: from B") or asked != {"A": [], "B": ["for B"]}:
+            if got != (False, "LLM response: from B") or asked != {"A": [], "B": ["for B"], "C": []}:
                 problems.append(f"B's call with A open: result {got}, asked {asked}")
-        # A stateless client cannot be asked; A must not be asked instead.
-        async with Client(url, mode="auto", sampling_callback=sampler("B")) as c:
+        # A stateless client is asked in input-required rounds; A is not.
+        async def on_elicit(context, params):
+            asked["C"].append(params.message)
+            return types.ElicitResult(action="accept", content={"username": "c", "email": "c@example.com"})
+
+        async with Client(url, mode="auto", sampling_callback=sampler("C"), elicitation_callback=on_elicit) as c:
             version = str(c.protocol_version)
-            result = await c.call_tool("test_sampling", {"prompt": "stateless"})
-            got = said(result)
-            if not version.startswith("2026") or not got[0] or "stateless" not in got[1]:
+            got = said(await c.call_tool("test_sampling", {"prompt": "stateless"}))
+            if not version.startswith("2026") or got != (False, "LLM response: from C"):
                 problems.append(f"a stateless call ({version}): result {got}")
-            if asked != {"A": [], "B": ["for B"]}:
-                problems.append(f"a stateless call's sampling reached a session: {asked}")
+            if asked != {"A": [], "B": ["for B"], "C": ["stateless"]}:
+                problems.append(f"a stateless call's sampling: asked {asked}")
+            got = said(await c.call_tool("test_elicitation", {"message": "who?"}))
+            if got[0] or "action=accept" not in got[1] or "c@example.com" not in got[1]:
+                problems.append(f"a stateless call's elicitation: result {got}")
+            if asked["C"] != ["stateless", "who?"] or asked["A"]:
+                problems.append(f"a stateless call's elicitation: asked {asked}")
     return problems
+
+
+async def progress_order(url):
+    """Three sessions at once; returns a list of problems."""
+    from mcp import Client
+
+    short = []
+
+    async def session():
+        async with Client(url, mode="legacy") as c:
+            for _ in range(30):
+                got = []
+
+                async def on_progress(progress, total, message):
+                    got.append(progress)
+
+                await c.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
+                if got != [0, 50, 100]:
+                    short.append(got)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(session)
+    return [f"{len(short)} of 90 calls got progress {short[:5]} instead of [0, 50, 100]"] if short else []
 
 
 def main():
@@ -195,9 +236,8 @@ def main():
             version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
             print(f"conformance (proxied): through {version} at {proxied_url}")
             proxied = run_suite(proxied_url, tmp / "proxied", env)
-            import anyio
-
             routed = anyio.run(routing, proxied_url)
+            ordered = anyio.run(progress_order, proxied_url)
     finally:
         for p in procs:
             stop(p)
@@ -227,11 +267,14 @@ def main():
     for p in routed:
         problems.append(f"sampling with several sessions: {p}")
     if not routed:
-        print("  ok  sampling with several sessions: to the calling session only; none for a stateless call")
+        print("  ok  sampling with several sessions: to the calling session only; a stateless call in rounds")
+    for p in ordered:
+        problems.append(f"progress with several sessions: {p}")
+    if not ordered:
+        print("  ok  progress with several sessions: 90 calls, every update before its result")
     if problems:
         fail("\n  " + "\n  ".join(problems))
     print(f"conformance (proxied): all {len(direct)} scenarios pass directly and through toolgate")
-
 
 
 if __name__ == "__main__":
