@@ -16,13 +16,13 @@
 //! call afresh.
 //!
 //! Memory is bounded: at most [`BUDGET`] bytes (estimated) of keys and
-//! answers, in two generations per shard; when the newer one is full it
-//! becomes the older one and the older one is dropped, so calls that keep
-//! recurring stay remembered and a log of distinct calls costs a bounded,
-//! small amount of memory.
+//! answers, in two generations per shard; when the newer one is full, the
+//! older one is cleared and becomes the newer, so calls that keep recurring
+//! stay remembered (a hit in the older generation is copied forward) and a
+//! log of distinct calls costs a bounded, small amount of memory.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -37,9 +37,9 @@ pub const BUDGET: usize = 8 << 20;
 /// is rarely repeated verbatim, and would take a large share of the budget).
 pub const MAX_KEY: usize = 4 << 10;
 
-/// Bytes of an entry besides its key and rule: its slot in a table that is
-/// up to half empty, and the allocator's headers of the key and the rule.
-const OVERHEAD: usize = 128;
+/// Bytes of an entry besides its key and rule: the entry and its slot in
+/// the index (a table up to half empty).
+const OVERHEAD: usize = 64;
 
 /// Shards, each behind its own lock, so the worker threads rarely wait.
 const SHARDS: usize = 16;
@@ -56,32 +56,116 @@ pub struct Answer {
     pub rule: Option<String>,
 }
 
-impl Answer {
-    /// Bytes an entry holds, estimated: the key, the rule, and the table's
-    /// and allocator's overhead.
-    fn cost(key: &[u8], answer: &Answer) -> usize {
-        key.len() + answer.rule.as_ref().map_or(0, String::len) + OVERHEAD
+/// Where an entry's key and rule are in its generation's bytes.
+#[derive(Clone, Copy)]
+struct Entry {
+    key: (u32, u32),
+    rule: Option<(u32, u32)>,
+    from: Option<Decision>,
+    to: Decision,
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 
-/// One shard: the newer and the older generation.
+/// One generation of a shard. Keys and rules are kept back to back in one
+/// buffer, and the buffers are reused when the generation is cleared: a
+/// memo that allocated per entry would interleave long-lived blocks with
+/// each decision's short-lived ones and fragment the heap (measured: a log
+/// of distinct calls got slower than without the memo).
+#[derive(Default)]
+struct Generation {
+    bytes: Vec<u8>,
+    entries: Vec<Entry>,
+    /// A key's hash -> its entry. A second key with the same hash is not
+    /// remembered (its bytes are always compared).
+    index: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
+}
+
+impl Generation {
+    fn slice(&self, (at, len): (u32, u32)) -> &[u8] {
+        &self.bytes[at as usize..(at + len) as usize]
+    }
+
+    fn find(&self, hash: u64, key: &[u8]) -> Option<Answer> {
+        let entry = self.entries[*self.index.get(&hash)? as usize];
+        if self.slice(entry.key) != key {
+            return None;
+        }
+        let rule = match entry.rule {
+            Some(at) => Some(std::str::from_utf8(self.slice(at)).ok()?.to_string()),
+            None => None,
+        };
+        Some(Answer {
+            from: entry.from,
+            to: entry.to,
+            rule,
+        })
+    }
+
+    /// Estimated bytes held.
+    fn cost(&self) -> usize {
+        self.bytes.len() + self.entries.len() * OVERHEAD
+    }
+
+    fn insert(&mut self, hash: u64, key: &[u8], answer: &Answer) {
+        if self.index.contains_key(&hash) {
+            return;
+        }
+        let mut push = |bytes: &[u8]| {
+            let at = self.bytes.len() as u32;
+            self.bytes.extend_from_slice(bytes);
+            (at, bytes.len() as u32)
+        };
+        let entry = Entry {
+            key: push(key),
+            rule: answer.rule.as_deref().map(|r| push(r.as_bytes())),
+            from: answer.from,
+            to: answer.to,
+        };
+        self.index.insert(hash, self.entries.len() as u32);
+        self.entries.push(entry);
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.entries.clear();
+        self.index.clear();
+    }
+}
+
+/// One shard: a newer and an older generation.
 #[derive(Default)]
 struct Shard {
-    new: HashMap<Box<[u8]>, Answer>,
-    old: HashMap<Box<[u8]>, Answer>,
-    /// Estimated bytes of `new`.
-    bytes: usize,
+    generations: [Generation; 2],
+    /// Which of the two is the newer.
+    newer: usize,
 }
 
 impl Shard {
-    fn insert(&mut self, key: Box<[u8]>, answer: Answer) {
-        let cost = Answer::cost(&key, &answer);
-        if self.bytes + cost > BUDGET / SHARDS / 2 {
-            self.old = std::mem::take(&mut self.new);
-            self.bytes = 0;
+    fn insert(&mut self, hash: u64, key: &[u8], answer: &Answer) {
+        let cost = key.len() + answer.rule.as_ref().map_or(0, String::len) + OVERHEAD;
+        if self.generations[self.newer].cost() + cost > BUDGET / SHARDS / 2 {
+            // The older generation is forgotten; its buffers are reused.
+            self.newer = 1 - self.newer;
+            self.generations[self.newer].clear();
         }
-        self.bytes += cost;
-        self.new.insert(key, answer);
+        self.generations[self.newer].insert(hash, key, answer);
     }
 }
 
@@ -100,28 +184,37 @@ impl Memo {
         }
     }
 
-    fn shard(&self, key: &[u8]) -> std::sync::MutexGuard<'_, Shard> {
-        let i = (self.hasher.hash_one(key) as usize) % SHARDS;
-        // A worker that panicked while holding the lock left a whole entry
-        // or none (inserts and moves are single map operations).
-        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+    /// The hash of `key` and its shard, locked. The shard is taken from
+    /// middle bits of the hash: the tables use the low ones for places and
+    /// the high ones for tags.
+    fn shard(&self, key: &[u8]) -> (u64, std::sync::MutexGuard<'_, Shard>) {
+        let hash = self.hasher.hash_one(key);
+        let i = (hash >> 32) as usize % SHARDS;
+        // A worker that panicked while holding the lock left whole entries
+        // (an entry is indexed only once it is complete).
+        (
+            hash,
+            self.shards[i].lock().unwrap_or_else(|p| p.into_inner()),
+        )
     }
 
     /// The answer remembered for `key`.
     pub fn get(&self, key: &[u8]) -> Option<Answer> {
-        let mut shard = self.shard(key);
-        if let Some(answer) = shard.new.get(key) {
-            return Some(answer.clone());
+        let (hash, mut shard) = self.shard(key);
+        let newer = shard.newer;
+        if let Some(answer) = shard.generations[newer].find(hash, key) {
+            return Some(answer);
         }
-        // Still wanted: moved into the newer generation.
-        let (key, answer) = shard.old.remove_entry(key)?;
-        shard.insert(key, answer.clone());
+        // Still wanted: copied into the newer generation.
+        let answer = shard.generations[1 - newer].find(hash, key)?;
+        shard.insert(hash, key, &answer);
         Some(answer)
     }
 
     /// Remembers `answer` for `key`.
-    pub fn put(&self, key: Vec<u8>, answer: Answer) {
-        self.shard(&key).insert(key.into_boxed_slice(), answer);
+    pub fn put(&self, key: &[u8], answer: &Answer) {
+        let (hash, mut shard) = self.shard(key);
+        shard.insert(hash, key, answer);
     }
 
     /// How many answers are remembered (both generations).
@@ -131,7 +224,7 @@ impl Memo {
             .iter()
             .map(|s| {
                 let s = s.lock().unwrap();
-                s.new.len() + s.old.len()
+                s.generations.iter().map(|g| g.entries.len()).sum::<usize>()
             })
             .sum()
     }
@@ -238,14 +331,14 @@ mod tests {
     #[test]
     fn answers_come_back_and_memory_stays_bounded() {
         let memo = Memo::new();
-        memo.put(b"k0".to_vec(), answer("r0"));
+        memo.put(b"k0", &answer("r0"));
         assert_eq!(memo.get(b"k0"), Some(answer("r0")));
         assert_eq!(memo.get(b"k1"), None);
         // Far more distinct calls than fit: the oldest go, the count stays
         // within the budget, and one call asked for all along stays.
         let n = 4 * BUDGET / OVERHEAD;
         for i in 0..n {
-            memo.put(format!("key {i}").into_bytes(), answer("rule"));
+            memo.put(format!("key {i}").as_bytes(), &answer("rule"));
             assert_eq!(memo.get(b"k0"), Some(answer("r0")), "after {i}");
         }
         assert!(memo.len() <= BUDGET / OVERHEAD, "{} entries", memo.len());

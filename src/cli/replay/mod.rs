@@ -268,7 +268,7 @@ impl Judge<'_> {
                     let answer = remembered.unwrap_or_else(|| {
                         let answer = self.decide(&record, &call);
                         if let (Some(memo), Some(key)) = (&self.memo, key) {
-                            memo.put(key, answer.clone());
+                            memo.put(&key, &answer);
                         }
                         answer
                     });
