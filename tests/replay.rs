@@ -402,3 +402,103 @@ fn a_large_log_replays_in_constant_memory() {
     );
     assert_eq!(v["loosened"], (lines / 10) as u64);
 }
+
+/// Replays `lines` (written to a file of their own) with `args`, once as is
+/// and once with `--no-memo`: the two outputs must be the same bytes.
+fn replay_both_ways(args: &[&str], lines: &[String]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let mut all = vec!["replay", "--format", "json"];
+    all.extend_from_slice(args);
+    all.push(log.to_str().unwrap());
+    let remembered = run::run_toolgate(&data(), &all, b"");
+    all.insert(1, "--no-memo");
+    let afresh = run::run_toolgate(&data(), &all, b"");
+    assert_eq!(
+        String::from_utf8_lossy(&remembered.stdout),
+        String::from_utf8_lossy(&afresh.stdout),
+        "{}",
+        String::from_utf8_lossy(&remembered.stderr)
+    );
+    assert_eq!(remembered.status.code(), afresh.status.code());
+    json(&remembered)
+}
+
+#[test]
+fn calls_alike_but_for_their_caller_are_each_decided_as_theirs() {
+    // The same command again and again, recorded for different callers: a
+    // remembered decision must never pass from one caller to another.
+    let line = |command: &str, identity: &str, profile: &str| {
+        format!(
+            "{{\"time\":\"t\",\"id\":\"1\",\"tool\":\"bash\",\"decision\":\"ask\",\"policy_version\":\"v\",\"arguments\":{{\"command\":\"{command}\"}},\"identity\":{identity},\"profile\":{profile}}}"
+        )
+    };
+    let push = "git push origin main";
+    let lines = [
+        line(push, "\"ci-nightly\"", "null"),
+        line(push, "\"alice\"", "null"),
+        line(push, "null", "null"),
+        line(push, "\"ci-nightly\"", "null"),
+        line(push, "\"alice\"", "null"),
+        line("ls", "\"reader\"", "\"readonly\""),
+        line("ls", "\"reader\"", "null"),
+        line("ls", "\"reader\"", "\"readonly\""),
+        line("ls", "null", "null"),
+        line("ls", "\"reader\"", "null"),
+    ];
+    let v = replay_both_ways(&["--policies", "who"], &lines);
+    // ci-nightly's pushes are denied, alice's and the anonymous one still
+    // ask; `reader` with its read-only profile has no bash, without a
+    // profile (and nobody) may run `ls`.
+    assert_eq!(counts(&v), (10, 3, 4), "{v}");
+    let tightened: Vec<_> = changes(&v).into_iter().filter(|c| c.1 == "deny").collect();
+    let ask_deny = |rule: &str, n| ("ask".to_string(), "deny".to_string(), rule.to_string(), n);
+    assert_eq!(
+        tightened,
+        vec![ask_deny("ci-no-push", 2), ask_deny("tools.active", 2)]
+    );
+    // --identity decides the caller-less lines as that caller.
+    let v = replay_both_ways(&["--policies", "who", "--identity", "ci-deploy"], &lines);
+    assert_eq!(counts(&v), (10, 3, 5), "{v}");
+}
+
+#[test]
+fn calls_alike_but_for_their_folder_are_each_decided_as_theirs() {
+    // Claude Code hook payloads reading the same absolute file from two
+    // working directories: from inside the workspace the file is a relative
+    // path in it; from the other folder it is outside the roots.
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::write(
+        open.join("policy.yaml"),
+        "version: 1\ntools:\n  active: [read, write, edit, bash]\n  unknown: ask\npaths:\n  roots: [\"/\"]\ncommands:\n  default: allow\n",
+    )
+    .unwrap();
+    let payload = |cwd: &str| {
+        format!(
+            "{{\"session_id\":\"s\",\"cwd\":\"{cwd}\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Read\",\"tool_input\":{{\"file_path\":\"/home/dev/app/notes.txt\"}},\"tool_use_id\":\"t\"}}"
+        )
+    };
+    let lines = [
+        payload("/home/dev/app"),
+        payload("/home/dev/other"),
+        payload("/home/dev/app"),
+        payload("/home/dev/other"),
+    ];
+    let v = replay_both_ways(
+        &["--policies", "who", "--baseline", open.to_str().unwrap()],
+        &lines,
+    );
+    assert_eq!(counts(&v), (4, 0, 2), "{v}");
+    assert_eq!(
+        changes(&v),
+        vec![(
+            "allow".to_string(),
+            "deny".to_string(),
+            "paths.roots".to_string(),
+            2
+        )]
+    );
+}

@@ -121,7 +121,11 @@ fn percent_decode(s: &str) -> String {
 
 /// Folds `.` and `..` without touching the file system.
 pub fn fold(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
+    if is_folded(path) {
+        return path.to_path_buf();
+    }
+    // Folding only shortens: one allocation.
+    let mut out = PathBuf::with_capacity(path.as_os_str().len());
     for c in path.components() {
         match c {
             Component::ParentDir => {
@@ -132,6 +136,28 @@ pub fn fold(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// Whether `path` is spelled as [`fold`] would rebuild it: an optional
+/// leading `/`, then non-empty segments other than `.` and `..` (so no `//`
+/// and no trailing `/`). Checked on the bytes, which is cheaper than
+/// rebuilding the path from its components.
+fn is_folded(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        let body = bytes.strip_prefix(b"/").unwrap_or(bytes);
+        !body.is_empty()
+            && body
+                .split(|&b| b == b'/')
+                .all(|seg| !seg.is_empty() && seg != b"." && seg != b"..")
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
 }
 
 /// Follows symlinks component by component, as the kernel does (so `link/..`
@@ -145,9 +171,17 @@ fn follow(ws: &Workspace, absolute: &Path) -> Result<PathBuf, String> {
     // Components still to walk: borrowed from `absolute`, owned only when
     // a symlink's target adds its own.
     let mut queue: VecDeque<Cow<'_, OsStr>> = VecDeque::new();
-    let (mut current, rest) = match absolute.strip_prefix(&ws.root) {
-        Ok(rest) => (ws.root.clone(), rest),
-        Err(_) => (PathBuf::from("/"), absolute),
+    // Room for the whole path as spelled (a symlink may need more).
+    let mut current = PathBuf::with_capacity(absolute.as_os_str().len() + 1);
+    let rest = match strip_root(absolute, &ws.root) {
+        Some(rest) => {
+            current.push(&ws.root);
+            rest
+        }
+        None => {
+            current.push("/");
+            absolute
+        }
     };
     for c in rest.components() {
         match c {
@@ -210,14 +244,42 @@ pub fn glob_key(ws: &Workspace, path: &Path) -> String {
 /// [`glob_key`], borrowed from `path` when it is valid UTF-8.
 pub fn glob_key_ref<'p>(ws: &Workspace, path: &'p Path) -> std::borrow::Cow<'p, str> {
     use std::borrow::Cow;
-    match path.strip_prefix(&ws.root) {
-        Ok(rel) if rel.as_os_str().is_empty() => Cow::Borrowed("."),
-        Ok(rel) => rel.to_string_lossy(),
-        Err(_) => match path.to_string_lossy() {
+    match strip_root(path, &ws.root) {
+        Some(rel) if rel.as_os_str().is_empty() => Cow::Borrowed("."),
+        Some(rel) => rel.to_string_lossy(),
+        None => match path.to_string_lossy() {
             Cow::Borrowed(s) => Cow::Borrowed(s.trim_start_matches('/')),
             Cow::Owned(s) => Cow::Owned(s.trim_start_matches('/').to_string()),
         },
     }
+}
+
+/// `path.strip_prefix(root)`, without walking both paths' components when
+/// `path` is spelled as `root`, a `/` and plain segments (no empty or `.`
+/// segment, no trailing `/`): then the rest is exactly what
+/// [`Path::strip_prefix`] returns. Anything else is left to it.
+fn strip_root<'p>(path: &'p Path, root: &Path) -> Option<&'p Path> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let (bytes, prefix) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+        if let Some(rest) = bytes.strip_prefix(prefix) {
+            if rest.is_empty() {
+                return Some(Path::new(""));
+            }
+            if let Some(rest) = rest.strip_prefix(b"/") {
+                if !prefix.is_empty()
+                    && !rest.is_empty()
+                    && rest
+                        .split(|&b| b == b'/')
+                        .all(|seg| !seg.is_empty() && seg != b".")
+                {
+                    return Some(Path::new(OsStr::from_bytes(rest)));
+                }
+            }
+        }
+    }
+    path.strip_prefix(root).ok()
 }
 
 /// True when a shell word should be held to the roots: it is absolute, starts
@@ -291,6 +353,49 @@ pub fn expand_shell_glob(ws: &Workspace, word: &str, limit: usize) -> Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_folded_path_is_kept_as_spelled() {
+        for path in [
+            "", "/", "//", "/a", "a", "/a/b", "/a//b", "/a/b/", "/a/./b", "/a/../b", "./a", "../a",
+            "a/..", "/.", "/..", "/a/.b", "/a/..b/c", "///a", "a/b/c.d",
+        ] {
+            let path = Path::new(path);
+            let mut rebuilt = PathBuf::new();
+            for c in path.components() {
+                match c {
+                    Component::ParentDir => {
+                        rebuilt.pop();
+                    }
+                    Component::CurDir => {}
+                    other => rebuilt.push(other.as_os_str()),
+                }
+            }
+            assert_eq!(fold(path).as_os_str(), rebuilt.as_os_str(), "{path:?}");
+        }
+    }
+
+    #[test]
+    fn strip_root_agrees_with_strip_prefix() {
+        let roots = [
+            "/w/ws", "/w/ws/", "/w/./ws", "/w/ws/..", "/", "", "w/ws", "./w", "/w//ws",
+        ];
+        let rests = [
+            "", "/", "/a", "//a", "/a/", "/a/.", "/./a", "/a//b", "/a/b", "/..", "/a/../b", "x",
+            "s/a", "/.a", "/a./b", "/...",
+        ];
+        for root in roots {
+            for rest in rests {
+                let path = format!("{root}{rest}");
+                let (path, root) = (Path::new(&path), Path::new(root));
+                assert_eq!(
+                    strip_root(path, root).map(|p| p.as_os_str()),
+                    path.strip_prefix(root).ok().map(|p| p.as_os_str()),
+                    "{path:?} without {root:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn folds_dots_lexically() {

@@ -14,6 +14,9 @@
 //! value over several lines (a hook payload saved pretty-printed) is read
 //! whole.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::hooks::Agent;
@@ -73,6 +76,71 @@ pub fn read(value: Value) -> Line {
             one(name, arguments, None, None)
         }
         _ => Line::Unknown,
+    }
+}
+
+/// Reads one line of an input: [`read`] of its JSON value, or `None` when it
+/// is not JSON.
+///
+/// A decision-log line, the bulk of a large input, is read straight into
+/// its fields rather than into a whole JSON value first (a decision log
+/// line has a dozen fields the replay does not use); anything else, and
+/// any line that is not exactly of that shape (a field of another type, a
+/// repeated key), goes the general way, so both give the same [`Line`].
+pub fn read_line(text: &str) -> Result<Line, serde_json::Error> {
+    if text.starts_with('{') {
+        if let Ok(line) = serde_json::from_str::<LogLine<'_>>(text) {
+            if line.policy_version.0 {
+                return Ok(line.into_line());
+            }
+        }
+    }
+    serde_json::from_str::<Value>(text).map(read)
+}
+
+/// Whether a field is there, whatever its value (even `null`).
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Present, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| Present(true))
+    }
+}
+
+/// The fields of a decision-log line that [`decision_log`] reads.
+#[derive(Deserialize)]
+struct LogLine<'a> {
+    #[serde(default)]
+    policy_version: Present,
+    #[serde(borrow)]
+    tool: Cow<'a, str>,
+    #[serde(default, borrow)]
+    decision: Option<Cow<'a, str>>,
+    #[serde(default)]
+    identity: Option<String>,
+    #[serde(default)]
+    profile: Option<String>,
+    arguments: Map<String, Value>,
+}
+
+impl LogLine<'_> {
+    /// What [`decision_log`] makes of the same fields.
+    fn into_line(self) -> Line {
+        let recorded = match self.decision.as_deref() {
+            Some("allow") => Decision::Allow,
+            Some("ask") => Decision::Ask,
+            Some("deny") => Decision::Deny,
+            Some(_) => return Line::Unknown,
+            None => return Line::NotReplayable,
+        };
+        Line::Calls(vec![Record {
+            name: self.tool.into_owned(),
+            arguments: self.arguments,
+            agent: None,
+            recorded: Some(recorded),
+            identity: self.identity.map(|id| Identity::new(id, self.profile)),
+        }])
     }
 }
 
@@ -379,6 +447,36 @@ mod tests {
         assert_eq!(c[0].agent, None);
         let never = json!({"tool":"nope","decision":null,"policy_version":"v","arguments":{}});
         assert!(read(never) == Line::NotReplayable);
+    }
+
+    #[test]
+    fn a_line_read_directly_is_read_as_its_json_value() {
+        let lines = [
+            r#"{"time":"t","tool":"bash","decision":"ask","policy_version":"v","arguments":{"command":"ls"}}"#,
+            r#"{"tool":"b\u0061sh","decision":"deny","policy_version":null,"arguments":{"command":"l\ns","n":[1,{"a":null}]}}"#,
+            r#"{"tool":"read","decision":"allow","policy_version":"v","identity":"alice","profile":"ro","arguments":{"path":"a"}}"#,
+            r#"{"tool":"read","decision":"allow","policy_version":"v","identity":"alice","profile":null,"arguments":{}}"#,
+            r#"{"tool":"read","decision":"allow","policy_version":"v","identity":null,"profile":7,"arguments":{}}"#,
+            r#"{"tool":"read","decision":"allow","policy_version":"v","identity":7,"arguments":{}}"#,
+            r#"{"tool":"read","decision":"maybe","policy_version":"v","arguments":{}}"#,
+            r#"{"tool":"read","decision":5,"policy_version":"v","arguments":{}}"#,
+            r#"{"tool":"nope","decision":null,"policy_version":"v","arguments":{}}"#,
+            r#"{"tool":"nope","policy_version":"v","arguments":{}}"#,
+            r#"{"tool":7,"decision":"allow","policy_version":"v","arguments":{}}"#,
+            r#"{"tool":"read","decision":"allow","policy_version":"v","arguments":"x"}"#,
+            r#"{"tool":"read","decision":"allow","policy_version":"v"}"#,
+            r#"{"tool":"read","decision":"allow","arguments":{}}"#,
+            r#"{"tool":"read","tool":"bash","decision":"allow","policy_version":"v","arguments":{"command":"ls"}}"#,
+            r#"{"tool":"read","decision":"deny","decision":"allow","policy_version":"v","arguments":{}}"#,
+            r#"{"name":"read","arguments":{"path":"a"}}"#,
+            r#"["read",null,"allow",null,null,{}]"#,
+            r#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"policy_version":"v"}"#,
+        ];
+        for text in lines {
+            let general = read(serde_json::from_str(text).unwrap());
+            assert_eq!(read_line(text).unwrap(), general, "{text}");
+        }
+        assert!(read_line(r#"{"tool":"read","#).is_err());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! constant memory (the report keeps counts and a few examples per group).
 
 mod input;
+mod memo;
 mod report;
 
 use std::fs::File;
@@ -23,6 +24,7 @@ use clap::ValueEnum;
 use serde_json::Value;
 
 use self::input::{Line, Record};
+use self::memo::{Answer, Memo};
 use self::report::{Example, Report};
 use super::error::{load, load_with};
 use super::identity::identity_for;
@@ -93,6 +95,11 @@ pub(crate) struct Flags {
     /// what switching them on would change.
     #[arg(long)]
     pub(crate) enforce_audit: bool,
+    /// Decide every call afresh: by default a call recorded again (same
+    /// tool, arguments and caller) gets the answer its first occurrence got
+    /// in this run, the file system as it was then.
+    #[arg(long)]
+    pub(crate) no_memo: bool,
     /// Decision logs, `eval --calls` files, hook payloads, Claude Code
     /// transcripts or Codex rollouts (- for stdin); the format is told by content.
     #[arg(value_name = "INPUT")]
@@ -147,6 +154,7 @@ pub(crate) fn run(flags: Flags) -> Result<ExitCode, CliError> {
             new: (&new, caller(&new)),
             old: old.as_ref().map(|p| (p, caller(p))),
             ws: &ws,
+            memo: (!flags.no_memo).then(Memo::new),
         },
         report: Report::new(flags.examples),
         errors: 0,
@@ -198,6 +206,8 @@ struct Judge<'a> {
     /// The baseline, likewise.
     old: Option<(&'a Policy, Option<Identity>)>,
     ws: &'a Workspace,
+    /// Answers already given in this run (`None` with `--no-memo`).
+    memo: Option<Memo>,
 }
 
 /// What one input line came to.
@@ -225,14 +235,18 @@ struct Judgement {
 
 impl Judge<'_> {
     fn line(&self, text: &str) -> Judged {
-        match serde_json::from_str::<Value>(text) {
-            Ok(value) => self.value(value),
+        match input::read_line(text) {
+            Ok(line) => self.calls(line),
             Err(e) => Judged::NotJson(e.to_string()),
         }
     }
 
     fn value(&self, value: Value) -> Judged {
-        match input::read(value) {
+        self.calls(input::read(value))
+    }
+
+    fn calls(&self, line: Line) -> Judged {
+        match line {
             Line::Calls(records) => {
                 let mut out = Vec::with_capacity(records.len());
                 for mut record in records {
@@ -243,15 +257,28 @@ impl Judge<'_> {
                         name: std::mem::take(&mut record.name),
                         arguments: Value::Object(std::mem::take(&mut record.arguments)),
                     };
-                    let from = match (&self.old, record.recorded) {
-                        (Some((old, caller)), _) => {
-                            Some(decide(old, self.ws, &record, &call, caller.as_ref()).0)
-                        }
-                        (None, Some(recorded)) => Some(recorded),
-                        (None, None) => None,
+                    let key = self
+                        .memo
+                        .as_ref()
+                        .and_then(|_| memo::key(&record, &call.name, &call.arguments));
+                    let remembered = match (&self.memo, &key) {
+                        (Some(memo), Some(key)) => memo.get(key),
+                        _ => None,
                     };
-                    let (new, caller) = &self.new;
-                    let (to, rule) = decide(new, self.ws, &record, &call, caller.as_ref());
+                    let answer = remembered.unwrap_or_else(|| {
+                        let answer = self.decide(&record, &call);
+                        if let (Some(memo), Some(key)) = (&self.memo, key) {
+                            memo.put(&key, &answer);
+                        }
+                        answer
+                    });
+                    let Answer { from, to, rule } = answer;
+                    // Without a baseline, compared with the recorded decision.
+                    let from = if self.old.is_some() {
+                        from
+                    } else {
+                        record.recorded
+                    };
                     record.name = call.name;
                     if let Value::Object(arguments) = call.arguments {
                         record.arguments = arguments;
@@ -272,6 +299,17 @@ impl Judge<'_> {
             Line::NotReplayable => Judged::NotReplayable,
             Line::Unknown => Judged::Unknown,
         }
+    }
+
+    /// Decides `call` (what `record` recorded) under both policies.
+    fn decide(&self, record: &Record, call: &ToolCall) -> Answer {
+        let from = self
+            .old
+            .as_ref()
+            .map(|(old, caller)| decide(old, self.ws, record, call, caller.as_ref()).0);
+        let (new, caller) = &self.new;
+        let (to, rule) = decide(new, self.ws, record, call, caller.as_ref());
+        Answer { from, to, rule }
     }
 }
 

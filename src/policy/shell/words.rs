@@ -69,11 +69,14 @@ impl Word {
 impl<'s> Walker<'s, '_> {
     /// Quote removal for one word node.
     pub(super) fn word(&mut self, node: Node<'s>, depth: usize) -> Word {
+        let raw = self.text(node);
         let mut word = Word {
-            chars: Vec::new(),
+            // Quote removal leaves at most as many characters as the text
+            // has (expansions aside): one allocation for most words.
+            chars: Vec::with_capacity(raw.len()),
             literal: true,
             variable: false,
-            raw: self.text(node).to_string(),
+            raw: raw.to_string(),
             evaluates: false,
         };
         self.word_part(node, depth, &mut word);
