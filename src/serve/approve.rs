@@ -165,22 +165,25 @@ pub struct PendingApprovals {
     counter: AtomicU64,
 }
 
+/// A new `requestState` value, `PREFIX-…`: unguessable enough that one
+/// client cannot answer or resume another's round (a randomly keyed hash of
+/// a per-table counter and the time), and unique within the table.
+pub(super) fn request_state(prefix: &str, counter: &AtomicU64) -> String {
+    let n = counter.fetch_add(1, Ordering::Relaxed);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(n);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    hasher.write_u128(now.as_nanos());
+    format!("{prefix}-{:016x}{:08x}", hasher.finish(), n.wrapping_add(1))
+}
+
 impl PendingApprovals {
     /// Records a question about `call`; returns the `requestState` that
     /// names it.
     pub fn ask(&self, call: &ToolCall) -> String {
-        // Unguessable enough that one client cannot answer another's question.
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(self.counter.fetch_add(1, Ordering::Relaxed));
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        hasher.write_u128(now.as_nanos());
-        let state = format!(
-            "tg-{:016x}{:08x}",
-            hasher.finish(),
-            self.counter.load(Ordering::Relaxed)
-        );
+        let state = request_state("tg", &self.counter);
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         pending.retain(|_, p| p.asked.elapsed() < PENDING_TTL);
         if pending.len() >= MAX_PENDING {

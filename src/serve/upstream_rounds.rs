@@ -18,8 +18,7 @@
 //! redacted on the way (serve/upstream_ask.rs), like in the handshake era.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -97,17 +96,7 @@ impl Rounds {
     }
 
     fn park(&self, parked: Parked) -> String {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(self.counter.fetch_add(1, Ordering::Relaxed));
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        hasher.write_u128(now.as_nanos());
-        let state = format!(
-            "tgup-{:016x}{:08x}",
-            hasher.finish(),
-            self.counter.load(Ordering::Relaxed)
-        );
+        let state = super::approve::request_state("tgup", &self.counter);
         let mut all = self.lock();
         all.retain(|_, p| p.asked.elapsed() < TTL);
         if all.len() >= MAX_PARKED {
