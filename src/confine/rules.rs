@@ -74,19 +74,21 @@ struct SystemList {
     entries: Vec<(&'static Path, Grant, Option<Held>)>,
 }
 
+/// The built-in system list with each path's grant.
+fn system_paths() -> impl Iterator<Item = (&'static Path, Grant)> {
+    let read = super::SYSTEM_READ
+        .iter()
+        .map(|p| (Path::new(*p), Grant::Read));
+    let write = super::SYSTEM_WRITE
+        .iter()
+        .map(|p| (Path::new(*p), Grant::Write));
+    read.chain(write)
+}
+
 fn system_list() -> &'static SystemList {
     static LIST: OnceLock<SystemList> = OnceLock::new();
     LIST.get_or_init(|| SystemList {
-        entries: super::SYSTEM_READ
-            .iter()
-            .map(|p| (Path::new(*p), Grant::Read))
-            .chain(
-                super::SYSTEM_WRITE
-                    .iter()
-                    .map(|p| (Path::new(*p), Grant::Write)),
-            )
-            .map(|(p, g)| (p, g, open(p)))
-            .collect(),
+        entries: system_paths().map(|(p, g)| (p, g, open(p))).collect(),
     })
 }
 
@@ -159,15 +161,8 @@ pub fn build(paths: &[(&Path, Grant)]) -> Result<Option<OwnedFd>, String> {
 /// command (`toolgate sandbox`), where holding them would only add work.
 pub fn build_once(paths: &[(&Path, Grant)]) -> Result<Option<OwnedFd>, String> {
     let mut ruleset = create()?;
-    let system = super::SYSTEM_READ
-        .iter()
-        .map(|p| (Path::new(*p), Grant::Read))
-        .chain(
-            super::SYSTEM_WRITE
-                .iter()
-                .map(|p| (Path::new(*p), Grant::Write)),
-        );
-    for (path, grant) in system.chain(paths.iter().copied()) {
+    let own = paths.iter().map(|&(p, g)| (p, g));
+    for (path, grant) in system_paths().map(|(p, g)| (p as &Path, g)).chain(own) {
         ruleset = add_fresh(ruleset, path, grant)?;
     }
     Ok(ruleset.into())

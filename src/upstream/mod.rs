@@ -236,20 +236,10 @@ impl UpstreamManager {
                 changed = true;
                 continue;
             }
-            let (tx, rx) = oneshot::channel();
+            let rx = self.supervise(&server);
             if loaded.manifest.server.start == crate::config::server::StartMode::Eager {
                 ready.push(rx);
             }
-            self.runtime.spawn(supervise(
-                server.clone(),
-                self.workspace.clone(),
-                (
-                    self.changed.clone(),
-                    self.events.clone(),
-                    self.asker.clone(),
-                ),
-                Some(tx),
-            ));
             current.insert(name.to_string(), server);
             changed = true;
         }
@@ -268,6 +258,23 @@ impl UpstreamManager {
         let _ = tokio::time::timeout(START_TIMEOUT, all).await;
     }
 
+    /// Runs `server`'s supervisor (start, restart with backoff, re-list);
+    /// the receiver resolves once it listed its tools (or failed to).
+    fn supervise(&self, server: &Arc<Server>) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        self.runtime.spawn(supervise(
+            server.clone(),
+            self.workspace.clone(),
+            (
+                self.changed.clone(),
+                self.events.clone(),
+                self.asker.clone(),
+            ),
+            Some(tx),
+        ));
+        rx
+    }
+
     /// Starts `server` if it is an idle lazy one; the receiver resolves once
     /// it listed its tools (or failed to).
     fn wake(&self, server: &Arc<Server>) -> Option<oneshot::Receiver<()>> {
@@ -282,18 +289,7 @@ impl UpstreamManager {
             server = server.name(),
             "starting lazy upstream server on first use"
         );
-        let (tx, rx) = oneshot::channel();
-        self.runtime.spawn(supervise(
-            server.clone(),
-            self.workspace.clone(),
-            (
-                self.changed.clone(),
-                self.events.clone(),
-                self.asker.clone(),
-            ),
-            Some(tx),
-        ));
-        Some(rx)
+        Some(self.supervise(server))
     }
 
     /// Starts `server` if it is an idle lazy one and waits (up to
