@@ -314,6 +314,9 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
     let run = s.run(json!([
         call("fake__echo", json!({"text": "hi"}), "ok"),
         {"do": "cancel", "after": 1.0, "tool": "fake__sleep", "args": {"seconds": 30}, "as": "c"},
+        // notifications/cancelled travels to the upstream after the call
+        // returned: wait for its mark before the upstream is crashed.
+        {"do": "wait_file", "path": s.path("state/cancelled"), "seconds": 10, "as": "cancel_seen"},
         call("fake__crash", json!({}), "crash"),
         call("fake__echo", json!({"text": "x"}), "down"),
         {"do": "sleep", "seconds": 14},
@@ -328,8 +331,8 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
         format!("Bearer {TOKEN}")
     );
     // Cancellation reached the upstream (it writes a marker).
-    assert!(
-        s.path("state/cancelled").exists(),
+    assert_eq!(
+        r["cancel_seen"], true,
         "the upstream never saw notifications/cancelled: {r}"
     );
     // Gone mid-session: error results naming the server, not a hang.

@@ -6,7 +6,8 @@ object with what it saw (the Rust test asserts on it).
 
 STEPS_JSON is a list of steps: {"do": "list"}, {"do": "call", "tool": …,
 "args": …}, {"do": "progress", …}, {"do": "cancel", "after": SECONDS, …},
-{"do": "sleep", "seconds": …}, and for what is passed through besides
+{"do": "sleep", "seconds": …}, {"do": "wait_file", "path": …, "seconds": …}
+(true once the file exists, false if it did not within the seconds), and for what is passed through besides
 tools: {"do": "resources"}, {"do": "templates"}, {"do": "read", "uri": …},
 {"do": "prompts"}, {"do": "prompt", "name": …, "args": …},
 {"do": "complete", "ref": {...}, "argument": {...}, "context": {...}},
@@ -21,7 +22,9 @@ each may name its report key with "as". A JSON-RPC error becomes
 """
 
 import json
+import os
 import sys
+import time
 
 import anyio
 from mcp import Client, MCPError, StdioServerParameters, types
@@ -118,6 +121,13 @@ async def run(server, steps):
                 report[key] = "cancelled"
             elif kind == "sleep":
                 await anyio.sleep(step["seconds"])
+            elif kind == "wait_file":
+                # What an upstream does after a notification happens after
+                # the client's call returned: wait for its mark, bounded.
+                deadline = time.monotonic() + step.get("seconds", 10)
+                while not os.path.exists(step["path"]) and time.monotonic() < deadline:
+                    await anyio.sleep(0.05)
+                report[key] = os.path.exists(step["path"])
             elif kind == "resources":
                 r = await client.list_resources()
                 report[key] = [dumped(x) for x in r.resources]
