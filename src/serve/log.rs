@@ -15,11 +15,13 @@
 //! `result_rule` names the after-rule (`results:`) that applied to the
 //! call's result, or is `null` when none did.
 //!
-//! Arguments are redacted with the policy's rules before they are written:
+//! Arguments, the reason and audit findings' reasons are redacted with the
+//! policy's rules before they are written:
 //! a log is exactly where a leaked key would live forever. `decision` is
 //! `null` for calls that never reached the policy (unknown tool, invalid
 //! arguments); `reason` then says what happened.
 
+use std::borrow::Cow;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::Path;
@@ -91,8 +93,8 @@ pub fn decision_line(
         None => first_chars(&result.text(), 300),
     };
     let reason = match policy.redactor.get().redact(&reason) {
-        std::borrow::Cow::Owned(clean) => clean,
-        std::borrow::Cow::Borrowed(_) => reason,
+        Cow::Owned(clean) => clean,
+        Cow::Borrowed(_) => reason,
     };
     // Serialized straight from borrowed fields (no intermediate `Value`
     // map): the same keys in the same order as always.
@@ -112,7 +114,7 @@ pub fn decision_line(
         profile: identity.and_then(|i| i.profile.as_deref()),
         // `audit` only when an audit-only entry (mode: audit) had a finding.
         audit: verdict
-            .map(|v| v.audit.as_slice())
+            .map(|v| redacted_findings(policy, &v.audit))
             .filter(|a| !a.is_empty()),
     };
     serde_json::to_string(&line).unwrap_or_else(|e| {
@@ -138,7 +140,20 @@ struct Line<'a> {
     identity: Option<&'a str>,
     profile: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    audit: Option<&'a [AuditFinding]>,
+    audit: Option<Cow<'a, [AuditFinding]>>,
+}
+
+/// Audit findings with their reasons redacted like the top-level reason (a
+/// reason may quote the call); borrowed when no reason holds a secret.
+fn redacted_findings<'a>(policy: &Policy, findings: &'a [AuditFinding]) -> Cow<'a, [AuditFinding]> {
+    let redactor = policy.redactor.get();
+    let mut out = Cow::Borrowed(findings);
+    for (i, finding) in findings.iter().enumerate() {
+        if let Cow::Owned(clean) = redactor.redact(&finding.reason) {
+            out.to_mut()[i].reason = clean;
+        }
+    }
+    out
 }
 
 fn first_chars(s: &str, n: usize) -> String {
@@ -206,7 +221,11 @@ mod tests {
             "profile": identity.and_then(|i| i.profile.as_deref()),
         });
         if let Some(v) = result.verdict.as_ref().filter(|v| !v.audit.is_empty()) {
-            line["audit"] = json!(v.audit);
+            let mut audit = v.audit.clone();
+            for finding in &mut audit {
+                finding.reason = policy.redactor.get().redact(&finding.reason).into_owned();
+            }
+            line["audit"] = json!(audit);
         }
         line.to_string()
     }
@@ -224,6 +243,11 @@ mod tests {
             decision: crate::policy::Decision::Ask,
             rule: "audit-only".into(),
             reason: "would ask".into(),
+        });
+        verdict.audit.push(crate::policy::AuditFinding {
+            decision: crate::policy::Decision::Deny,
+            rule: "audit-quotes".into(),
+            reason: format!("would deny `echo {key}`"),
         });
         denied.verdict = Some(verdict);
         denied.policy_version = "3f9c".into();
