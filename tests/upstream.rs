@@ -10,80 +10,20 @@
 
 #[path = "common/serve.rs"]
 mod serve;
+#[path = "common/upstream.rs"]
+mod upstream;
 
 use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve::{http_request, repo, toolgate, HttpServer};
+use serve::{repo, toolgate, HttpServer};
 
-/// A fake GitHub token the default redaction rules catch.
-const SECRET: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
-
-fn ensure_installed() {
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    let result = INSTALLED.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(repo().join("tests/upstream/install.sh"))
-            .output()
-            .map_err(|e| format!("cannot run tests/upstream/install.sh: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "tests/upstream/install.sh failed (it needs python3 with venv, npm, and access to PyPI and npm):\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
-}
-
-fn python() -> PathBuf {
-    ensure_installed();
-    repo().join("tests/mcp/.venv/bin/python")
-}
-
-fn node() -> PathBuf {
-    ensure_installed();
-    repo().join("tests/mcp/node_modules/node/bin/node")
-}
-
-/// A test directory: `ws` (the workspace), `m` (manifests, the built-in
-/// ones copied in), `p` (the policy), `state` (the fake upstream's).
-struct Setup {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
+use upstream::{call, ensure_installed, node, python, wait_status, Setup, SECRET};
 
 impl Setup {
-    fn new(policy: &str) -> Setup {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        for d in ["ws", "m", "p", "state"] {
-            fs::create_dir_all(root.join(d)).unwrap();
-        }
-        for entry in fs::read_dir(repo().join("tool-manifests")).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "toml") {
-                continue;
-            }
-            fs::copy(&path, root.join("m").join(path.file_name().unwrap())).unwrap();
-        }
-        fs::write(root.join("p/policy.yaml"), policy).unwrap();
-        Setup { _dir: dir, root }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
     /// Declares the fake upstream (pin mode `pin`).
     fn fake(&self, pin: &str) {
         self.fake_named("fake", pin, "state");
@@ -101,32 +41,9 @@ impl Setup {
         fs::write(self.path(&format!("m/{name}.toml")), text).unwrap();
     }
 
-    fn config_args(&self) -> Vec<String> {
-        vec![
-            "--policies".into(),
-            self.path("p").display().to_string(),
-            "--manifests".into(),
-            self.path("m").display().to_string(),
-            "--workspace".into(),
-            self.path("ws").display().to_string(),
-        ]
-    }
-
     /// Runs the client's `steps` against `toolgate serve` (stdio).
     fn run(&self, steps: Value) -> Value {
-        let mut cmd = Command::new(python());
-        cmd.arg(repo().join("tests/upstream/client.py"))
-            .arg(steps.to_string())
-            .arg("--")
-            .arg(toolgate())
-            .args(["serve", "--no-watch", "--profile", "up"])
-            .args(self.config_args());
-        let out = cmd.output().expect("run the Python client");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "client failed:\n{stdout}\n{stderr}");
-        serde_json::from_str(stdout.trim())
-            .unwrap_or_else(|e| panic!("client printed no JSON ({e}):\n{stdout}\n{stderr}"))
+        self.run_client(&steps, &[], &[]).0
     }
 }
 
@@ -142,10 +59,6 @@ rules:
     decision: deny
     reason: Echoing forbidden words is not allowed
 "#;
-
-fn call(tool: &str, args: Value, as_: &str) -> Value {
-    json!({"do": "call", "tool": tool, "args": args, "as": as_})
-}
 
 #[test]
 fn upstream_tools_run_through_the_one_pipeline() {
@@ -220,8 +133,9 @@ fn a_crashed_upstream_gives_error_results_and_restarts() {
     let r = s.run(json!([
         call("fake__crash", json!({}), "crash"),
         call("fake__echo", json!({"text": "x"}), "down"),
-        {"do": "sleep", "seconds": 8},
-        call("fake__echo", json!({"text": "back"}), "back"),
+        // Back after toolgate's restart (0.5 s backoff, then Python's
+        // start): how long depends on the machine's load.
+        {"do": "call", "tool": "fake__echo", "args": {"text": "back"}, "as": "back", "until_ok": 60},
     ]));
     for key in ["crash", "down"] {
         assert_eq!(r[key]["is_error"], true, "{key}: {r}");
@@ -345,7 +259,7 @@ fn filesystem_server_calls_are_confined_by_overlay_paths() {
         "[server]\nname = \"fs\"\ncommand = [{:?}, {:?}, {:?}]\npin = \"off\"\n\n[tools.read_text_file]\neffects.paths = {{ path = \"read\" }}\n",
         node(),
         repo().join("tests/upstream/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
-        s.root,
+        s.root(),
     );
     fs::write(s.path("m/fs.toml"), text).unwrap();
     fs::write(s.path("ws/a.txt"), "hello\n").unwrap();
@@ -446,39 +360,8 @@ fn server_manifest_errors_point_at_the_file() {
     );
 }
 
-/// `/status` of a running HTTP gateway.
-fn status(server: &HttpServer) -> Value {
-    let (code, body) = http_request(
-        server.authority(),
-        &format!(
-            "GET /status HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            server.authority()
-        ),
-    );
-    assert_eq!(code, 200, "{body}");
-    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
-}
-
-/// Waits (up to 30 s) until `ok` holds for `/status`.
-fn wait_status(server: &HttpServer, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let s = status(server);
-        if ok(&s) {
-            return s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: {s}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 fn starts(s: &Setup, state: &str) -> usize {
-    fs::read_to_string(s.path(&format!("{state}/starts")))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
+    s.lines_in(state, "starts")
 }
 
 #[test]
@@ -488,13 +371,13 @@ fn reload_restarts_only_changed_upstreams_and_status_shows_pins() {
     s.fake_named("other", "warn", "state2");
     let mut args = vec!["serve".to_string(), "--profile".into(), "up".into()];
     args.extend(s.config_args());
-    let server = HttpServer::start(&args, &s.root);
+    let server = HttpServer::start(&args, s.root());
     let up = |v: &Value, name: &str| {
         v["upstreams"]
             .as_array()
             .is_some_and(|a| a.iter().any(|u| u["name"] == name && u["state"] == "up"))
     };
-    let st = wait_status(&server, "both upstreams up", |v| {
+    let (st, _) = wait_status(&server, "both upstreams up", |v| {
         up(v, "fake") && up(v, "other")
     });
     assert!(
@@ -527,7 +410,7 @@ fn reload_restarts_only_changed_upstreams_and_status_shows_pins() {
         pinned.replace("Echo the text back.", "Something else."),
     )
     .unwrap();
-    let st = wait_status(&server, "a pin mismatch", |v| {
+    let (st, _) = wait_status(&server, "a pin mismatch", |v| {
         v["upstreams"].as_array().is_some_and(|a| {
             a.iter()
                 .any(|u| u["pin_mismatches"]["echo"] == "description changed")
@@ -543,7 +426,7 @@ fn reload_restarts_only_changed_upstreams_and_status_shows_pins() {
 
     // Removing a manifest stops its server; the other keeps running.
     fs::remove_file(&other).unwrap();
-    let st = wait_status(&server, "other removed", |v| {
+    let (st, _) = wait_status(&server, "other removed", |v| {
         v["upstreams"].as_array().is_some_and(|a| a.len() == 1)
             && !v["active_tools"].to_string().contains("other__")
     });
@@ -804,7 +687,7 @@ fn array_of_paths_overlays_confine_every_element() {
         "[server]\nname = \"fs\"\ncommand = [{:?}, {:?}, {:?}]\npin = \"off\"\n\n[tools.read_multiple_files]\neffects.paths = {{ paths = \"read\" }}\n",
         node(),
         repo().join("tests/upstream/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
-        s.root,
+        s.root(),
     );
     fs::write(s.path("m/fs.toml"), text).unwrap();
     fs::write(s.path("ws/a.txt"), "alpha\n").unwrap();

@@ -12,57 +12,24 @@
 
 #[path = "common/serve.rs"]
 mod serve;
+#[path = "common/upstream.rs"]
+mod upstream;
 
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve::{http_request, repo, toolgate, HttpServer};
+use serve::{repo, toolgate, HttpServer};
+use upstream::{call, node, python, wait_status, Setup, SECRET};
 
-/// A fake GitHub token the default redaction rules catch.
-const SECRET: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
 /// The bearer token toolgate sends upstream: it must reach the upstream
 /// and appear nowhere else.
 const TOKEN: &str = "tgtok-Zq7vXk2PwLm9RtY4";
 /// The variable the manifests take it from.
 const TOKEN_VAR: &str = "TOOLGATE_TEST_UPSTREAM_TOKEN";
-
-fn ensure_installed() {
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    let result = INSTALLED.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(repo().join("tests/upstream/install.sh"))
-            .output()
-            .map_err(|e| format!("cannot run tests/upstream/install.sh: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "tests/upstream/install.sh failed (it needs python3 with venv, npm, and access to PyPI and npm):\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
-}
-
-fn python() -> PathBuf {
-    ensure_installed();
-    repo().join("tests/mcp/.venv/bin/python")
-}
-
-fn node() -> PathBuf {
-    ensure_installed();
-    repo().join("tests/mcp/node_modules/node/bin/node")
-}
 
 /// An upstream server process group, killed when dropped.
 struct Upstream {
@@ -152,13 +119,6 @@ fn fake_http_with(state: &std::path::Path, more: &[&str]) -> Upstream {
     up
 }
 
-/// A test directory: `ws` (the workspace), `m` (manifests, the built-in
-/// ones copied in), `p` (the policy), `state` (the fake upstream's).
-struct Setup {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
-
 /// What one client run saw.
 struct Run {
     report: Value,
@@ -166,26 +126,6 @@ struct Run {
 }
 
 impl Setup {
-    fn new(policy: &str) -> Setup {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        for d in ["ws", "m", "p", "state"] {
-            fs::create_dir_all(root.join(d)).unwrap();
-        }
-        for entry in fs::read_dir(repo().join("tool-manifests")).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                fs::copy(&path, root.join("m").join(path.file_name().unwrap())).unwrap();
-            }
-        }
-        fs::write(root.join("p/policy.yaml"), policy).unwrap();
-        Setup { _dir: dir, root }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
     /// Declares server `name` (tools `prefix__…`) at `url` with a bearer
     /// token from [`TOKEN_VAR`].
     fn http_server(&self, name: &str, prefix: &str, url: &str) {
@@ -196,40 +136,18 @@ impl Setup {
         fs::write(self.path(&format!("m/{name}.toml")), text).unwrap();
     }
 
-    fn config_args(&self) -> Vec<String> {
-        vec![
-            "--policies".into(),
-            self.path("p").display().to_string(),
-            "--manifests".into(),
-            self.path("m").display().to_string(),
-            "--workspace".into(),
-            self.path("ws").display().to_string(),
-        ]
-    }
-
     /// Runs the client's `steps` against `toolgate serve` (stdio), with the
     /// token in toolgate's environment, debug logging and a decision log.
     fn run(&self, steps: Value) -> Run {
-        let out = Command::new(python())
-            .arg(repo().join("tests/upstream/client.py"))
-            .arg(steps.to_string())
-            .arg("--")
-            // The SDK's stdio client passes a fixed set of variables on;
-            // `env` gives toolgate the ones under test.
-            .arg("env")
-            .arg(format!("{TOKEN_VAR}={TOKEN}"))
-            .arg("TOOLGATE_LOG=debug")
-            .arg(toolgate())
-            .args(["serve", "--no-watch", "--profile", "up", "--decision-log"])
-            .arg(self.path("decisions.jsonl"))
-            .args(self.config_args())
-            .output()
-            .expect("run the Python client");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(out.status.success(), "client failed:\n{stdout}\n{stderr}");
-        let report = serde_json::from_str(stdout.trim())
-            .unwrap_or_else(|e| panic!("client printed no JSON ({e}):\n{stdout}\n{stderr}"));
+        // The SDK's stdio client passes a fixed set of variables on;
+        // `env` gives toolgate the ones under test.
+        let prefix = [
+            "env".to_string(),
+            format!("{TOKEN_VAR}={TOKEN}"),
+            "TOOLGATE_LOG=debug".to_string(),
+        ];
+        let log = self.path("decisions.jsonl").display().to_string();
+        let (report, stderr) = self.run_client(&steps, &prefix, &["--decision-log".into(), log]);
         Run { report, stderr }
     }
 
@@ -241,10 +159,6 @@ impl Setup {
         assert!(!log.is_empty(), "no decision log was written");
         assert!(!log.contains(TOKEN), "the decision log shows the token");
     }
-}
-
-fn call(tool: &str, args: Value, as_: &str) -> Value {
-    json!({"do": "call", "tool": tool, "args": args, "as": as_})
 }
 
 #[test]
@@ -319,8 +233,9 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
         {"do": "wait_file", "path": s.path("state/cancelled"), "seconds": 10, "as": "cancel_seen"},
         call("fake__crash", json!({}), "crash"),
         call("fake__echo", json!({"text": "x"}), "down"),
-        {"do": "sleep", "seconds": 14},
-        call("fake__echo", json!({"text": "back"}), "back"),
+        // Back after the restart (2 s, then Python's start) and toolgate's
+        // backoff (0.5 s doubling): how long depends on the machine's load.
+        {"do": "call", "tool": "fake__echo", "args": {"text": "back"}, "as": "back", "until_ok": 60},
         call("fake__echo", json!({"text": "leak-header"}), "leak"),
     ]));
     let r = &run.report;
@@ -359,40 +274,8 @@ fn an_http_upstream_gets_its_token_and_recovers_after_it_went_away() {
     s.assert_token_hidden(&run);
 }
 
-/// `/status` of a running HTTP gateway, as text.
-fn status(server: &HttpServer) -> String {
-    let (code, body) = http_request(
-        server.authority(),
-        &format!(
-            "GET /status HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            server.authority()
-        ),
-    );
-    assert_eq!(code, 200, "{body}");
-    body
-}
-
-/// Waits (up to 30 s) until `ok` holds for `/status`.
-fn wait_status(server: &HttpServer, what: &str, ok: impl Fn(&Value) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = status(server);
-        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-        if ok(&v) {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: {v}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 fn sessions(s: &Setup, state: &str) -> usize {
-    fs::read_to_string(s.path(&format!("{state}/sessions")))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
+    s.lines_in(state, "sessions")
 }
 
 #[test]
@@ -413,13 +296,13 @@ fn reload_reconnects_only_the_changed_http_upstream_and_status_hides_the_token()
     );
     let mut args = vec!["serve".to_string(), "--profile".into(), "up".into()];
     args.extend(s.config_args());
-    let server = HttpServer::start(&args, &s.root);
+    let server = HttpServer::start(&args, s.root());
     let up = |v: &Value, name: &str| {
         v["upstreams"]
             .as_array()
             .is_some_and(|a| a.iter().any(|u| u["name"] == name && u["state"] == "up"))
     };
-    let st = wait_status(&server, "both upstreams up", |v| {
+    let (_, st) = wait_status(&server, "both upstreams up", |v| {
         up(v, "fake") && up(v, "other")
     });
     let v: Value = serde_json::from_str(&st).unwrap();
@@ -443,7 +326,7 @@ fn reload_reconnects_only_the_changed_http_upstream_and_status_hides_the_token()
         assert!(Instant::now() < deadline, "other was not reconnected");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let st = wait_status(&server, "other up again", |v| up(v, "other"));
+    let (_, st) = wait_status(&server, "other up again", |v| up(v, "other"));
     assert!(!st.contains(TOKEN), "/status shows the token");
     assert_eq!(
         sessions(&s, "state"),
@@ -453,7 +336,7 @@ fn reload_reconnects_only_the_changed_http_upstream_and_status_hides_the_token()
 
     // Removing a manifest ends its session; the other keeps going.
     fs::remove_file(&other).unwrap();
-    let st = wait_status(&server, "other removed", |v| {
+    let (_, st) = wait_status(&server, "other removed", |v| {
         v["upstreams"].as_array().is_some_and(|a| a.len() == 1)
     });
     let v: Value = serde_json::from_str(&st).unwrap();

@@ -5,7 +5,8 @@ object with what it saw (the Rust test asserts on it).
     python client.py STEPS_JSON -- TOOLGATE serve ...
 
 STEPS_JSON is a list of steps: {"do": "list"}, {"do": "call", "tool": …,
-"args": …}, {"do": "progress", …}, {"do": "cancel", "after": SECONDS, …},
+"args": …} (with "until_ok": SECONDS, repeated while it is an error result),
+{"do": "progress", …}, {"do": "cancel", "after": SECONDS, …},
 {"do": "sleep", "seconds": …}, {"do": "wait_file", "path": …, "seconds": …}
 (true once the file exists, false if it did not within the seconds), and for what is passed through besides
 tools: {"do": "resources"}, {"do": "templates"}, {"do": "read", "uri": …},
@@ -105,6 +106,13 @@ async def run(server, steps):
                 report[key] = sorted(t.name for t in tools.tools)
             elif kind == "call":
                 report[key] = await call(client, step["tool"], step.get("args", {}))
+                # "until_ok": SECONDS repeats the call (every 0.5 s) while it
+                # is an error result, for a server coming back after a
+                # crash; the last result is reported either way.
+                deadline = time.monotonic() + step.get("until_ok", 0)
+                while report[key].get("is_error") and time.monotonic() < deadline:
+                    await anyio.sleep(0.5)
+                    report[key] = await call(client, step["tool"], step.get("args", {}))
             elif kind == "progress":
                 updates = []
 
