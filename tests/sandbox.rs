@@ -627,3 +627,45 @@ fn fallback_holds(strict: &Scratch, lax: &Scratch, run: RunIn<'_>, env: &[(&str,
         "Landlock still holds without the mount namespace"
     );
 }
+
+/// Needs root (a mount namespace). The empty TMPDIRs a process keeps for
+/// reuse are removed when its command line returns: none stays behind.
+#[test]
+fn no_tmpdir_stays_behind_when_toolgate_call_ends() {
+    let s = scratch("deny", true);
+    let tmp = tempfile::tempdir().unwrap();
+    let calls: Vec<Value> = (0..3)
+        .map(|i| json!({"id": format!("c{i}"), "name": "bash", "arguments": {"command": "echo \"$TMPDIR\""}}))
+        .collect();
+    let batch = s.policies.path().join("batch.json");
+    std::fs::write(&batch, Value::Array(calls).to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("call")
+        .arg("--policies")
+        .arg(s.policies.path().join("policy.yaml"))
+        .arg("--workspace")
+        .arg(s.ws.path())
+        .arg("--batch")
+        .arg(&batch)
+        .arg("--sequential")
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Each command ran with a private TMPDIR under toolgate's TMPDIR.
+    assert_eq!(
+        stdout.matches(&*tmp.path().to_string_lossy()).count(),
+        3,
+        "{stdout}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

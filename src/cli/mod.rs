@@ -250,7 +250,11 @@ pub fn main() -> ExitCode {
         return hook::run(command);
     }
     let cli = Cli::parse();
-    error::exit_code(run(cli.command))
+    let code = error::exit_code(run(cli.command));
+    // Confined commands' empty TMPDIRs kept for reuse (serve, call, eval):
+    // none stays behind.
+    crate::confine::remove_pooled_tmpdirs();
+    code
 }
 
 fn run(command: Command) -> Result<ExitCode, CliError> {

@@ -39,6 +39,7 @@ pub use crate::config::policy_file::SandboxNetwork as Network;
 use crate::workspace::{GlobList, Workspace};
 pub use kernel::{Support, NO_LANDLOCK_ENV};
 pub use system::{SYSTEM_READ, SYSTEM_WRITE};
+pub use tmp::remove_pooled as remove_pooled_tmpdirs;
 pub use userns::NO_USERNS_ENV;
 
 use rules::Grant;

@@ -11,7 +11,7 @@
 //! passes from one command to the next; the pool is only used by a process
 //! that confines many commands ([`super::Plan::prepare`]), never by
 //! `toolgate sandbox`, and holds at most [`POOL_MAX`] directories, which
-//! stay behind (empty) when the process ends.
+//! the command line removes when it returns ([`remove_pooled`]).
 //!
 //! Why not a tmpfs such as `/dev/shm`: every confined command may write
 //! there (shared memory, [`super::SYSTEM_WRITE`]), so a `TMPDIR` under it
@@ -83,6 +83,16 @@ impl Drop for PrivateTmp {
     }
 }
 
+/// Removes the directories waiting in the pool: called when a process that
+/// confined commands is done, so that none stays behind. A command still
+/// running keeps its own directory, which its drop handles as always.
+pub fn remove_pooled() {
+    let pooled = std::mem::take(&mut *POOL.lock().unwrap_or_else(|e| e.into_inner()));
+    for path in pooled {
+        let _ = std::fs::remove_dir_all(path);
+    }
+}
+
 /// Still what [`PrivateTmp::new`] made: a real directory (not a symlink)
 /// owned by this user, mode 0700, and empty.
 fn reusable(path: &Path) -> bool {
@@ -107,9 +117,7 @@ mod tests {
 
     /// Removes what the pool holds (the test process leaves nothing behind).
     fn empty_pool() {
-        for path in POOL.lock().unwrap().drain(..) {
-            let _ = std::fs::remove_dir_all(path);
-        }
+        remove_pooled();
     }
 
     #[test]
