@@ -14,6 +14,7 @@ mod guard;
 mod http;
 mod log;
 mod mcp;
+mod mcp_updates;
 mod metrics;
 mod passthrough;
 pub mod reload;
