@@ -10,12 +10,15 @@ per variant and what toolgate adds to the direct call.
 A raw client (no SDK) keeps the client's own variance small next to the
 ~100 µs being measured; tests/upstream/bench.py does the same with the
 Python SDK client. Needs tests/mcp/install.sh (the upstream runs on the
-Python SDK in tests/mcp/.venv).
+Python SDK in tests/mcp/.venv). With a C compiler (`cc`) it also runs the
+server behind benches/relay.c, a process that only copies bytes: the floor
+of what a stdio hop costs.
 """
 
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -63,7 +66,10 @@ with tempfile.TemporaryDirectory() as d:
     up = [os.path.join(REPO, "tests/mcp/.venv/bin/python"), HERE + "/fake_upstream.py", os.path.join(d, "state")]
     open(os.path.join(d, "m", "fake.toml"), "w").write("[server]\nname = \"fake\"\ncommand = [%s]\nenv = [\"PATH\", \"HOME\"]\n" % ", ".join('"%s"' % w for w in up))
     open(os.path.join(d, "p", "policy.yaml"), "w").write("version: 1\nextends: [builtin:default]\ntools:\n  active: [\"fake__*\"]\n")
-    variants = [("direct", up, "echo")] + [(os.path.basename(b), [b, "serve", "--stdio", "--no-watch", "--decision-log", os.devnull, "--policies", d + "/p", "--manifests", d + "/m", "--workspace", d + "/ws"], "fake__echo") for b in bins]
+    # The floor: the same server behind a process that only copies bytes
+    # (benches/relay.c, when a C compiler is at hand).
+    relay = [("relay", [os.path.join(d, "relay")] + up, "echo")] if shutil.which("cc") and subprocess.run(["cc", "-O2", "-o", os.path.join(d, "relay"), os.path.join(REPO, "benches", "relay.c")], stderr=subprocess.DEVNULL).returncode == 0 else []
+    variants = [("direct", up, "echo")] + relay + [(os.path.basename(b), [b, "serve", "--stdio", "--no-watch", "--decision-log", os.devnull, "--policies", d + "/p", "--manifests", d + "/m", "--workspace", d + "/ws"], "fake__echo") for b in bins]
     res = {v[0]: [] for v in variants}
     for r in range(rounds):
         for name, cmd, tool in (variants if r % 2 == 0 else variants[::-1]):

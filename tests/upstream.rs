@@ -811,3 +811,46 @@ fn sampling_and_elicitation_requests_reach_the_client_redacted() {
     assert!(text.contains("Ada "), "{r}");
     assert!(!r.to_string().contains(SECRET), "{r}");
 }
+
+/// toolgate's stdio client transport (src/upstream/stdio.rs) against an
+/// upstream that breaks the wire (tests/upstream/wire_upstream.py): every
+/// fault ends in a clear error result for the call, never a hang, and the
+/// session goes on.
+#[test]
+fn wire_faults_of_an_upstream_are_clear_errors() {
+    let s = Setup::new(
+        "version: 1\nextends: [builtin:default]\ntools:\n  profiles:\n    up: [read, \"wire__*\"]\n",
+    );
+    fs::write(
+        s.path("m/wire.toml"),
+        format!(
+            "[server]\nname = \"wire\"\ncommand = [{:?}, {:?}]\nenv = [\"PATH\", \"HOME\"]\npin = \"off\"\n",
+            python(),
+            repo().join("tests/upstream/wire_upstream.py"),
+        ),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let r = s.run(json!([
+        call("wire__big", json!({}), "big"),
+        call("wire__garbled", json!({}), "garbled"),
+        call("wire__stray", json!({}), "stray"),
+        call("wire__echo", json!({"text": "still here"}), "after"),
+    ]));
+    assert!(started.elapsed() < Duration::from_secs(60), "{r}");
+    assert_eq!(r["big"]["is_error"], true, "{r}");
+    let big = r["big"]["text"].as_str().unwrap();
+    assert!(
+        big.starts_with("upstream wire: the server sent a message over 16 MiB (the limit)"),
+        "{big}"
+    );
+    assert_eq!(r["garbled"]["is_error"], true, "{r}");
+    let garbled = r["garbled"]["text"].as_str().unwrap();
+    assert!(
+        garbled.contains("not a JSON-RPC error object") && garbled.contains("boom"),
+        "{garbled}"
+    );
+    assert_eq!(r["stray"]["is_error"], false, "{r}");
+    assert_eq!(r["stray"]["text"], "ok");
+    assert_eq!(r["after"]["text"], "still here", "{r}");
+}

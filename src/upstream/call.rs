@@ -5,7 +5,8 @@
 //! exactly as for every other tool.
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    ContentBlock, CustomResult, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::{json, Value};
@@ -94,7 +95,13 @@ pub async fn call(
     match response {
         Ok(ServerResult::CallToolResult(result)) => {
             let v = serde_json::to_value(&result).map_err(|e| unavailable(&e))?;
-            output_of(ctx, &v)
+            output_of(ctx, v)
+        }
+        // The stdio transport hands a `tools/call` answer over as the JSON
+        // it came as (stdio.rs): taken when rmcp would have read it as a
+        // `CallToolResult`.
+        Ok(ServerResult::CustomResult(CustomResult(v))) if is_call_tool_result(&v) => {
+            output_of(ctx, v)
         }
         Ok(other) => Err(ToolError::new(format!(
             "upstream {server} answered tools/call with an unexpected result: {}",
@@ -113,23 +120,55 @@ pub async fn call(
     }
 }
 
+/// Whether rmcp reads `v` as a `CallToolResult` (its `Deserialize`): an
+/// object with `resultType` absent or `"complete"`, at least one of
+/// `content`, `structuredContent`, `isError`, and each of them (and `_meta`)
+/// of its type; every content block one that rmcp knows.
+fn is_call_tool_result(v: &Value) -> bool {
+    let Some(m) = v.as_object() else {
+        return false;
+    };
+    let present = |k: &str| m.get(k).filter(|v| !v.is_null());
+    if present("resultType").is_some_and(|t| t != "complete")
+        || present("isError").is_some_and(|e| !e.is_boolean())
+        || present("_meta").is_some_and(|e| !e.is_object())
+        || (present("content").is_none()
+            && !m.contains_key("structuredContent")
+            && present("isError").is_none())
+    {
+        return false;
+    }
+    match present("content") {
+        None => true,
+        Some(Value::Array(blocks)) => blocks.iter().all(|b| {
+            // A text block (the common case) without building rmcp's types.
+            let text = b.as_object().is_some_and(|o| {
+                o.get("type").is_some_and(|t| t == "text")
+                    && o.get("text").is_some_and(Value::is_string)
+                    && o.get("annotations").is_none_or(Value::is_null)
+                    && o.get("_meta").is_none_or(Value::is_null)
+            });
+            text || serde_json::from_value::<ContentBlock>(b.clone()).is_ok()
+        }),
+        Some(_) => false,
+    }
+}
+
 /// A `CallToolResult` (as JSON) as a tool output: content blocks kept
 /// (a block toolgate has no shape for becomes its JSON text), text cut to
 /// the policy's output limits, `structuredContent` kept in the details
 /// (where redaction reaches it). `isError` makes it an error.
-fn output_of(ctx: &ToolContext, result: &Value) -> Result<ToolOutput, ToolError> {
+fn output_of(ctx: &ToolContext, mut result: Value) -> Result<ToolOutput, ToolError> {
     let max_lines = ctx.limits.max_output_lines as usize;
     let max_bytes = ctx.limits.max_output_bytes as usize;
     let mut content = Vec::new();
     let mut cut = false;
-    for block in result
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let mut c = serde_json::from_value::<Content>(block.clone())
-            .unwrap_or_else(|_| Content::text(block.to_string()));
+    let blocks = match result.get_mut("content").map(Value::take) {
+        Some(Value::Array(blocks)) => blocks,
+        _ => Vec::new(),
+    };
+    for block in blocks {
+        let mut c = content_of(block);
         if let Content::Text { text } = &mut c {
             let t = truncate_head(text, max_lines, max_bytes);
             if t.truncated() {
@@ -145,8 +184,12 @@ fn output_of(ctx: &ToolContext, result: &Value) -> Result<ToolOutput, ToolError>
         )));
     }
     let mut details = json!({});
-    if let Some(s) = result.get("structuredContent").filter(|s| !s.is_null()) {
-        details["structuredContent"] = s.clone();
+    if let Some(s) = result
+        .get_mut("structuredContent")
+        .map(Value::take)
+        .filter(|s| !s.is_null())
+    {
+        details["structuredContent"] = s;
     }
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
         let message = content
@@ -160,4 +203,69 @@ fn output_of(ctx: &ToolContext, result: &Value) -> Result<ToolOutput, ToolError>
         return Err(ToolError { message, details });
     }
     Ok(ToolOutput { content, details })
+}
+
+/// One content block as toolgate's [`Content`]; one it has no shape for
+/// becomes its JSON text.
+fn content_of(mut block: Value) -> Content {
+    if block.get("type").is_some_and(|t| t == "text") {
+        if let Some(Value::String(text)) = block.get_mut("text") {
+            return Content::Text {
+                text: std::mem::take(text),
+            };
+        }
+    }
+    serde_json::from_value::<Content>(block.clone())
+        .unwrap_or_else(|_| Content::text(block.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What rmcp's own `CallToolResult` reading says.
+    fn rmcp_reads(v: &Value) -> bool {
+        serde_json::from_value::<rmcp::model::CallToolResult>(v.clone()).is_ok()
+    }
+
+    #[test]
+    fn the_shape_check_agrees_with_rmcp() {
+        for v in [
+            json!({"content": [{"type": "text", "text": "hi"}], "isError": false}),
+            json!({"content": [{"type": "text", "text": "hi", "annotations": {"priority": 1.0}}]}),
+            json!({"content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}]}),
+            json!({"content": []}),
+            json!({"structuredContent": null}),
+            json!({"isError": true}),
+            json!({"content": [], "resultType": "complete"}),
+            json!({"content": [], "resultType": "input_required"}),
+            json!({"content": [{"type": "text", "text": 7}]}),
+            json!({"content": [{"type": "video", "url": "x"}]}),
+            json!({"content": [{"text": "no type"}]}),
+            json!({"content": "text"}),
+            json!({"isError": "yes"}),
+            json!({"content": [], "_meta": 3}),
+            json!({"tools": []}),
+            json!({"_meta": {}}),
+            json!([1]),
+            json!(null),
+        ] {
+            assert_eq!(is_call_tool_result(&v), rmcp_reads(&v), "{v}");
+        }
+    }
+
+    #[test]
+    fn blocks_become_contents_as_before() {
+        let blocks = [
+            json!({"type": "text", "text": "hi", "annotations": {"priority": 1.0}}),
+            json!({"type": "image", "data": "aGk=", "mimeType": "image/png"}),
+            json!({"type": "resource_link", "uri": "file:///x", "name": "x"}),
+            json!({"type": "text", "text": 7}),
+        ];
+        for b in blocks {
+            let before = serde_json::from_value::<Content>(b.clone())
+                .unwrap_or_else(|_| Content::text(b.to_string()));
+            assert_eq!(content_of(b.clone()), before, "{b}");
+        }
+    }
 }

@@ -407,7 +407,7 @@ pub async fn connect_with(
         return Err("cannot open the server's stdio".to_string());
     };
     let transport = InOrder {
-        inner: rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin),
+        inner: super::stdio::StdioTransport::new(&table.name, stdout, stdin),
         handler: handler.clone(),
     };
     match handler.clone().serve(transport).await {

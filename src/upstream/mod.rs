@@ -13,6 +13,7 @@ mod connect;
 mod http;
 mod passthrough;
 pub mod pin;
+mod stdio;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,350 @@
+//! The MCP client transport over an upstream server's stdio: one JSON-RPC
+//! message per line each way (what rmcp's `AsyncRwTransport` does), with
+//! the answer to a `tools/call` decoded straight into JSON.
+//!
+//! rmcp decodes every incoming message into its typed model; an answer's
+//! `result` is an untagged union of some twenty result types, which serde
+//! tries one after the other from a buffered copy of the message. For a
+//! `tools/call` answer that was most of the hop's decoding time, and
+//! `call.rs` turned the typed result back into JSON anyway. This transport
+//! remembers which requests it sent were `tools/call`s and hands their
+//! answers over as `ServerResult::CustomResult` (the JSON as it came);
+//! `call.rs` checks it has the shape of a `CallToolResult`. Every other
+//! message (the handshake, listings, notifications, the upstream's own
+//! requests) is decoded into rmcp's types as before, and the routing of
+//! answers, progress and cancellation stays where it was (rmcp's service
+//! loop and `connect::InOrder`).
+//!
+//! What goes wrong on the wire ends in a clear error for the waiting call,
+//! never a panic:
+//! - a line over [`MAX_LINE`] is dropped, and every request still waiting
+//!   for an answer gets an error naming the limit (the line's id cannot be
+//!   read without keeping it);
+//! - an answer that is JSON but not a JSON-RPC answer (or an error without
+//!   a valid `error` object) fails the request whose id it carries;
+//! - a line that is not JSON, or an answer to an id nobody waits for, is
+//!   reported on stderr and skipped (as the MCP SDKs do: a late answer to a
+//!   cancelled call is normal); the waiting call still ends at its timeout;
+//! - the server closing its output ends the session (rmcp then fails the
+//!   waiting calls, "… is unavailable"), and the supervisor restarts it when
+//!   its process exits.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    ClientNotification, ClientRequest, CustomResult, ErrorData, JsonRpcMessage, RequestId,
+    ServerResult,
+};
+use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// The longest line (one message) read from a server: 16 MiB, rmcp's own
+/// limit for stdio and for Streamable HTTP events.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Ids of the requests sent and not answered yet, and which of them are
+/// `tools/call`s.
+#[derive(Default)]
+struct Pending {
+    all: HashSet<RequestId>,
+    calls: HashSet<RequestId>,
+}
+
+/// A stdio transport for the client side of an upstream session.
+pub struct StdioTransport<R, W> {
+    read: BufReader<R>,
+    line: Vec<u8>,
+    /// Set while the rest of an over-long line is skipped (kept here: a
+    /// `receive` can be dropped mid-line by rmcp's `select!`).
+    discarding: bool,
+    write: Arc<tokio::sync::Mutex<Option<W>>>,
+    pending: Arc<Mutex<Pending>>,
+    /// Errors made up for waiting requests, delivered before reading on.
+    queued: std::collections::VecDeque<RxJsonRpcMessage<RoleClient>>,
+    /// The server's name, for stderr.
+    name: String,
+    max_line: usize,
+}
+
+impl<R, W> StdioTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// A transport reading `read` (the server's stdout) and writing `write`
+    /// (its stdin); `name` prefixes what it reports on stderr.
+    pub fn new(name: &str, read: R, write: W) -> Self {
+        StdioTransport {
+            read: BufReader::with_capacity(64 * 1024, read),
+            line: Vec::new(),
+            discarding: false,
+            write: Arc::new(tokio::sync::Mutex::new(Some(write))),
+            pending: Arc::default(),
+            queued: Default::default(),
+            name: name.to_string(),
+            max_line: MAX_LINE,
+        }
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads one line into `self.line` (without its newline). `Ok(false)`
+    /// at the end of the stream; `Err(())` when the line was too long (it is
+    /// being skipped).
+    async fn read_line(&mut self) -> std::io::Result<Result<bool, ()>> {
+        loop {
+            let available = self.read.fill_buf().await?;
+            if available.is_empty() {
+                if !self.line.is_empty() {
+                    self.report("closed its output in the middle of a message");
+                    self.line.clear();
+                }
+                return Ok(Ok(false));
+            }
+            let newline = memchr::memchr(b'\n', available);
+            let take = newline.map_or(available.len(), |i| i + 1);
+            let mut too_long = false;
+            if self.discarding {
+                if newline.is_some() {
+                    self.discarding = false;
+                }
+            } else if self.line.len() + take > self.max_line {
+                self.line.clear();
+                self.discarding = newline.is_none();
+                too_long = true;
+            } else {
+                self.line.extend_from_slice(&available[..take]);
+            }
+            self.read.consume(take);
+            if too_long {
+                return Ok(Err(()));
+            }
+            if newline.is_some() && !self.discarding && !self.line.is_empty() {
+                self.line.pop();
+                if self.line.last() == Some(&b'\r') {
+                    self.line.pop();
+                }
+                return Ok(Ok(true));
+            }
+        }
+    }
+
+    fn report(&self, what: &str) {
+        eprintln!("[upstream {}] {what}", self.name);
+    }
+
+    /// Fails every request still waiting for an answer with `message`.
+    fn fail_pending(&mut self, message: &str) {
+        let ids: Vec<RequestId> = {
+            let mut p = self.pending();
+            p.calls.clear();
+            p.all.drain().collect()
+        };
+        for id in ids {
+            self.queued.push_back(JsonRpcMessage::error(
+                ErrorData::internal_error(message.to_string(), None),
+                Some(id),
+            ));
+        }
+    }
+
+    /// The message in `line`, or `None` to skip it.
+    fn decode(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        let mut value: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                self.report(&format!(
+                    "skipped a line that is not JSON ({e}): {}",
+                    crate::text::shorten(&String::from_utf8_lossy(line), 200)
+                ));
+                return None;
+            }
+        };
+        let answer_id = match &value {
+            Value::Object(m) if !m.contains_key("method") => m
+                .get("id")
+                .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok()),
+            _ => None,
+        };
+        let Some(id) = answer_id else {
+            // A request or notification from the server: rmcp's types.
+            return match serde_json::from_value(value) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    self.report(&format!("skipped a message rmcp cannot read: {e}"));
+                    None
+                }
+            };
+        };
+        let (id, was_call) = {
+            let mut p = self.pending();
+            let known = [Some(id.clone()), numeric(&id)]
+                .into_iter()
+                .flatten()
+                .find(|k| p.all.contains(k));
+            match known {
+                Some(k) => {
+                    p.all.remove(&k);
+                    let call = p.calls.remove(&k);
+                    (Some(id), call)
+                }
+                None => (None, false),
+            }
+        };
+        let Some(id) = id else {
+            self.report(&format!(
+                "skipped an answer to request {} that nothing waits for",
+                value.get("id").map(Value::to_string).unwrap_or_default()
+            ));
+            return None;
+        };
+        let obj = value.as_object_mut()?;
+        if let Some(error) = obj.remove("error") {
+            return Some(JsonRpcMessage::error(
+                serde_json::from_value::<ErrorData>(error.clone()).unwrap_or_else(|e| {
+                    ErrorData::internal_error(
+                        format!(
+                            "the server answered with an error that is not a JSON-RPC error object ({e}): {}",
+                            crate::text::shorten(&error.to_string(), 200)
+                        ),
+                        None,
+                    )
+                }),
+                Some(id),
+            ));
+        }
+        let Some(result) = obj.remove("result") else {
+            return Some(JsonRpcMessage::error(
+                ErrorData::internal_error(
+                    "the server's answer has neither `result` nor `error`".to_string(),
+                    None,
+                ),
+                Some(id),
+            ));
+        };
+        if was_call {
+            return Some(JsonRpcMessage::response(
+                ServerResult::CustomResult(CustomResult(result)),
+                id,
+            ));
+        }
+        match serde_json::from_value::<ServerResult>(result) {
+            Ok(r) => Some(JsonRpcMessage::response(r, id)),
+            Err(e) => Some(JsonRpcMessage::error(
+                ErrorData::internal_error(format!("the server's answer cannot be read: {e}"), None),
+                Some(id),
+            )),
+        }
+    }
+}
+
+/// `"7"` as the number 7 (rmcp matches answers that way too).
+fn numeric(id: &RequestId) -> Option<RequestId> {
+    match id {
+        RequestId::String(s) => s.parse::<i64>().ok().map(RequestId::Number),
+        RequestId::Number(_) => None,
+    }
+}
+
+impl<R, W> Transport<RoleClient> for StdioTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        match &item {
+            JsonRpcMessage::Request(r) => {
+                let mut p = self.pending();
+                p.all.insert(r.id.clone());
+                if matches!(r.request, ClientRequest::CallToolRequest(_)) {
+                    p.calls.insert(r.id.clone());
+                }
+            }
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification {
+                    if let Some(id) = &c.params.request_id {
+                        let mut p = self.pending();
+                        p.all.remove(id);
+                        p.calls.remove(id);
+                    }
+                }
+            }
+            _ => {}
+        }
+        let bytes = serde_json::to_vec(&item).map(|mut b| {
+            b.push(b'\n');
+            b
+        });
+        let write = self.write.clone();
+        async move {
+            let bytes = bytes.map_err(std::io::Error::other)?;
+            let mut w = write.lock().await;
+            let Some(w) = w.as_mut() else {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the transport is closed",
+                ));
+            };
+            w.write_all(&bytes).await?;
+            w.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            if let Some(m) = self.queued.pop_front() {
+                return Some(m);
+            }
+            match self.read_line().await {
+                Err(e) => {
+                    self.report(&format!("reading its output failed: {e}"));
+                    return None;
+                }
+                Ok(Ok(false)) => return None,
+                Ok(Err(())) => {
+                    let size = match self.max_line {
+                        n if n % (1024 * 1024) == 0 => format!("{} MiB", n / (1024 * 1024)),
+                        n => format!("{n} bytes"),
+                    };
+                    let limit = format!(
+                        "the server sent a message over {size} (the limit); it was dropped, and the requests waiting for an answer failed"
+                    );
+                    self.report(&limit);
+                    self.fail_pending(&limit);
+                }
+                Ok(Ok(true)) => {
+                    let line = std::mem::take(&mut self.line);
+                    let message = self.decode(&line);
+                    self.line = line;
+                    self.line.clear();
+                    if let Some(m) = message {
+                        return Some(m);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        drop(self.write.lock().await.take());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "stdio_tests.rs"]
+mod tests;
