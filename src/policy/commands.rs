@@ -136,23 +136,52 @@ impl Default for CommandRules {
 }
 
 fn shown(cmd: &SimpleCommand) -> String {
+    let mut text = String::new();
+    push_shown(&mut text, cmd);
+    text
+}
+
+/// Appends the command's words as reasons show them: joined by spaces, cut
+/// to 120 characters with a `…`.
+fn push_shown(out: &mut String, cmd: &SimpleCommand) {
     const MAX: usize = 120;
-    let text = cmd.words.join(" ");
-    if text.chars().count() > MAX {
-        let cut: String = text.chars().take(MAX).collect();
-        format!("{cut}…")
-    } else {
-        text
+    let start = out.len();
+    for (i, word) in cmd.words.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
     }
+    if let Some((cut, _)) = out[start..].char_indices().nth(MAX) {
+        out.truncate(start + cut);
+        out.push('…');
+    }
+}
+
+/// `` `<command as shown>`<rest…> ``, built in one buffer (reasons are made
+/// for every decision, so without `format!`'s machinery).
+fn reason_about(cmd: &SimpleCommand, rest: &[&str]) -> String {
+    let mut reason = String::with_capacity(
+        2 + rest.iter().map(|p| p.len()).sum::<usize>() + 8 * cmd.words.len(),
+    );
+    reason.push('`');
+    push_shown(&mut reason, cmd);
+    for part in rest {
+        reason.push_str(part);
+    }
+    reason
 }
 
 fn deny_finding(rule: &CommandRule, cmd: &SimpleCommand) -> Finding {
     let reason = match &rule.reason {
-        Some(r) => format!("`{}` is denied by rule {}: {r}", shown(cmd), rule.id),
-        None => format!(
-            "`{}` is denied by this policy (it matches `{}`). Do not run it; find another way that does not need it.",
-            shown(cmd),
-            rule.pattern.as_str()
+        Some(r) => reason_about(cmd, &["` is denied by rule ", &rule.id, ": ", r]),
+        None => reason_about(
+            cmd,
+            &[
+                "` is denied by this policy (it matches `",
+                rule.pattern.as_str(),
+                "`). Do not run it; find another way that does not need it.",
+            ],
         ),
     };
     Finding::new(Decision::Deny, RuleId::Named(rule.id.clone()), reason)
@@ -160,11 +189,14 @@ fn deny_finding(rule: &CommandRule, cmd: &SimpleCommand) -> Finding {
 
 fn ask_finding(rule: &CommandRule, cmd: &SimpleCommand) -> Finding {
     let reason = match &rule.reason {
-        Some(r) => format!("`{}` needs approval (rule {}): {r}", shown(cmd), rule.id),
-        None => format!(
-            "`{}` needs a person's approval under this policy (it matches `{}`).",
-            shown(cmd),
-            rule.pattern.as_str()
+        Some(r) => reason_about(cmd, &["` needs approval (rule ", &rule.id, "): ", r]),
+        None => reason_about(
+            cmd,
+            &[
+                "` needs a person's approval under this policy (it matches `",
+                rule.pattern.as_str(),
+                "`).",
+            ],
         ),
     };
     Finding::new(Decision::Ask, RuleId::Named(rule.id.clone()), reason)
@@ -174,10 +206,9 @@ fn allow_finding(rule: &CommandRule, cmd: &SimpleCommand) -> Finding {
     Finding::new(
         Decision::Allow,
         RuleId::Named(rule.id.clone()),
-        format!(
-            "`{}` is allowed (it matches `{}`)",
-            shown(cmd),
-            rule.pattern.as_str()
+        reason_about(
+            cmd,
+            &["` is allowed (it matches `", rule.pattern.as_str(), "`)"],
         ),
     )
 }
@@ -368,4 +399,68 @@ pub fn substitute_dir(
         ));
     }
     Ok(values.get(name).map(|v| format!("{v}{tail}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(pattern: &str, reason: Option<&str>) -> CommandRule {
+        CommandRule {
+            pattern: CommandPattern::parse(pattern).unwrap(),
+            id: "the-id".into(),
+            reason: reason.map(str::to_string),
+            unless: Unless::default(),
+            audit: false,
+        }
+    }
+
+    /// The reasons are built without `format!`; these are the texts they
+    /// replaced, word for word, for short commands and for ones cut at 120
+    /// characters (some of them two or three bytes long).
+    #[test]
+    fn reasons_read_as_the_format_strings_did() {
+        fn old_shown(cmd: &SimpleCommand) -> String {
+            let text = cmd.words.join(" ");
+            if text.chars().count() > 120 {
+                let cut: String = text.chars().take(120).collect();
+                format!("{cut}…")
+            } else {
+                text
+            }
+        }
+        let commands = [
+            vec![],
+            vec!["rm".to_string(), "-rf".into(), "build".into()],
+            vec!["echo".to_string(), "é".repeat(119)],
+            vec!["echo".to_string(), "é".repeat(115)],
+            vec!["echo".to_string(), "€".repeat(200), "x".into()],
+            vec!["a".repeat(120)],
+            vec!["a".repeat(121)],
+        ];
+        for words in commands {
+            let cmd = SimpleCommand::new(words);
+            let s = old_shown(&cmd);
+            assert_eq!(shown(&cmd), s);
+            for reason in [None, Some("why")] {
+                let r = rule("rm -rf", reason);
+                let (deny, ask) = match reason {
+                    Some(why) => (
+                        format!("`{s}` is denied by rule the-id: {why}"),
+                        format!("`{s}` needs approval (rule the-id): {why}"),
+                    ),
+                    None => (
+                        format!("`{s}` is denied by this policy (it matches `rm -rf`). Do not run it; find another way that does not need it."),
+                        format!("`{s}` needs a person's approval under this policy (it matches `rm -rf`)."),
+                    ),
+                };
+                assert_eq!(deny_finding(&r, &cmd).reason, deny);
+                assert_eq!(ask_finding(&r, &cmd).reason, ask);
+                assert_eq!(
+                    allow_finding(&r, &cmd).reason,
+                    format!("`{s}` is allowed (it matches `rm -rf`)")
+                );
+            }
+        }
+    }
 }

@@ -479,7 +479,7 @@ pub(crate) fn conclude(
         },
         None => Verdict {
             decision: Decision::Allow,
-            reason: format!("Tool {} is allowed", facts.tool),
+            reason: ["Tool ", &facts.tool, " is allowed"].concat(),
             rule: None,
             terminate: terminate_tool,
             audit,

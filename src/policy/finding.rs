@@ -44,6 +44,8 @@ impl RuleId {
     pub fn into_string(self) -> String {
         match self {
             RuleId::Named(id) => id,
+            RuleId::PathsDeny(glob) => ["paths.deny[", &glob, "]"].concat(),
+            RuleId::PathsReadOnly(glob) => ["paths.read_only[", &glob, "]"].concat(),
             other => other.to_string(),
         }
     }

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use super::finding::{Finding, RuleId};
 use super::Decision;
-use crate::workspace::{glob_key_ref, resolve, Access, GlobList, ResolvedPath, Workspace};
+use crate::workspace::{
+    glob_key_ref, path_starts_with, resolve, Access, GlobList, ResolvedPath, Workspace,
+};
 
 /// One root set: the path must be inside one of these. Each policy layer that
 /// names roots adds a set, and a path must satisfy every set (deny-overrides).
@@ -44,14 +46,31 @@ pub enum PathSource {
     WorkingDirectory,
 }
 
+impl PathSource {
+    /// Appends what `Display` shows, without `format!`'s machinery.
+    fn push_to(&self, out: &mut String) {
+        match self {
+            PathSource::Argument(arg) => {
+                out.push_str("argument `");
+                out.push_str(arg);
+                out.push('`');
+            }
+            PathSource::Operand(program) => {
+                out.push('`');
+                out.push_str(program);
+                out.push_str("` operand");
+            }
+            PathSource::Redirection => out.push_str("redirection target"),
+            PathSource::WorkingDirectory => out.push_str("working directory"),
+        }
+    }
+}
+
 impl std::fmt::Display for PathSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PathSource::Argument(arg) => write!(f, "argument `{arg}`"),
-            PathSource::Operand(program) => write!(f, "`{program}` operand"),
-            PathSource::Redirection => f.write_str("redirection target"),
-            PathSource::WorkingDirectory => f.write_str("working directory"),
-        }
+        let mut text = String::new();
+        self.push_to(&mut text);
+        f.write_str(&text)
     }
 }
 
@@ -121,7 +140,7 @@ impl PathRules {
             if fact.check_roots
                 && !roots
                     .iter()
-                    .all(|set| set.iter().any(|r| path.starts_with(r)))
+                    .all(|set| set.iter().any(|r| path_starts_with(path, r)))
             {
                 return Some(Finding::new(
                     Decision::Deny,
@@ -136,13 +155,25 @@ impl PathRules {
             }
             let key = glob_key_ref(ws, path);
             if let Some(glob) = self.deny.covering_key(&key) {
+                // `{source} `{raw}`{label} is denied by the policy (matches
+                // `{glob}`). Do not access this file.`, in one buffer.
+                let mut reason = String::with_capacity(96 + fact.raw.len() + glob.len());
+                fact.source.push_to(&mut reason);
+                for part in [
+                    " `",
+                    &fact.raw,
+                    "`",
+                    label,
+                    " is denied by the policy (matches `",
+                    glob,
+                    "`). Do not access this file.",
+                ] {
+                    reason.push_str(part);
+                }
                 return Some(Finding::new(
                     Decision::Deny,
                     RuleId::PathsDeny(glob.to_string()),
-                    format!(
-                        "{} `{}`{label} is denied by the policy (matches `{glob}`). Do not access this file.",
-                        fact.source, fact.raw
-                    ),
+                    reason,
                 ));
             }
             if fact.access == Access::Write {
@@ -169,5 +200,67 @@ impl PathRules {
     /// refused; a denied directory is not entered at all.
     pub fn denies_read(&self, ws: &Workspace, path: &Path) -> bool {
         self.deny.covering(ws, path).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reasons and rule ids are built without `format!`; these are the texts
+    /// they replaced.
+    #[test]
+    fn deny_reasons_read_as_the_format_strings_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        let rules = PathRules {
+            root_sets: vec![RootSet {
+                roots: vec![".".into()],
+            }],
+            deny: Arc::new(GlobList::new(&["**/.env".to_string()]).unwrap()),
+            read_only: GlobList::default(),
+        };
+        let roots = rules.resolved_roots(&ws);
+        let sources = [
+            PathSource::Argument("path".into()),
+            PathSource::Operand("cat".into()),
+            PathSource::Redirection,
+            PathSource::WorkingDirectory,
+        ];
+        let shown = [
+            "argument `path`",
+            "`cat` operand",
+            "redirection target",
+            "working directory",
+        ];
+        for (source, shown) in sources.into_iter().zip(shown) {
+            assert_eq!(source.to_string(), shown);
+            for (lexical, real, label) in [
+                ("a/.env", "a/.env", ""),
+                ("link", "a/.env", " (through a symlink)"),
+            ] {
+                let fact = PathFact {
+                    source: source.clone(),
+                    raw: "./x é".into(),
+                    access: Access::Read,
+                    resolved: Ok(ResolvedPath {
+                        lexical: ws.root().join(lexical),
+                        real: ws.root().join(real),
+                    }),
+                    check_roots: true,
+                };
+                let finding = rules.check(&ws, &roots, &fact).expect("denied");
+                assert_eq!(
+                    finding.reason,
+                    format!("{shown} `./x é`{label} is denied by the policy (matches `**/.env`). Do not access this file.")
+                );
+                assert_eq!(finding.rule.to_string(), "paths.deny[**/.env]");
+                assert_eq!(finding.rule.into_string(), "paths.deny[**/.env]");
+            }
+        }
+        assert_eq!(
+            RuleId::PathsReadOnly("Cargo.lock".into()).into_string(),
+            "paths.read_only[Cargo.lock]"
+        );
     }
 }

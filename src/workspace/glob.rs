@@ -1,6 +1,7 @@
 //! Globs as every toolgate glob works: `*` never crosses `/`, and a list
 //! remembers which pattern matched.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
@@ -58,11 +59,11 @@ impl GlobList {
             builder.build().ok()
         });
         match set {
-            Some(set) => set
-                .matches(path)
-                .into_iter()
-                .min()
-                .map(|i| self.patterns[i].as_str()),
+            // One pattern: whether it matches is all there is to know.
+            Some(set) if self.patterns.len() == 1 => {
+                set.is_match(path).then(|| self.patterns[0].as_str())
+            }
+            Some(set) => first_index(set, path).map(|i| self.patterns[i].as_str()),
             // Every glob was checked in `new`, so only a size limit can
             // fail the set; then every pattern is taken to match (deny and
             // read-only lists fail closed).
@@ -92,7 +93,12 @@ impl GlobList {
             }
         }
         if in_key || self.required.iter().any(|r| reaches_into(key, INSIDE, r)) {
-            return self.matched(&format!("{key}{INSIDE}"));
+            return with_buffer(&PROBE, |probe| {
+                probe.clear();
+                probe.push_str(key);
+                probe.push_str(INSIDE);
+                self.matched(probe)
+            });
         }
         None
     }
@@ -101,6 +107,34 @@ impl GlobList {
     pub fn is_empty(&self) -> bool {
         self.patterns.is_empty()
     }
+}
+
+thread_local! {
+    /// The indices of the globs that matched, reused from call to call.
+    static MATCHES: Cell<Vec<usize>> = const { Cell::new(Vec::new()) };
+    /// `key/\0` for [`GlobList::covering_key`], reused from call to call.
+    static PROBE: Cell<String> = const { Cell::new(String::new()) };
+}
+
+/// Runs `f` on this thread's buffer in `slot` (taken out meanwhile, so a
+/// nested use gets an empty one; an exiting thread gets a fresh one).
+fn with_buffer<B: Default, R>(
+    slot: &'static std::thread::LocalKey<Cell<B>>,
+    f: impl FnOnce(&mut B) -> R,
+) -> R {
+    let mut buffer = slot.try_with(Cell::take).unwrap_or_default();
+    let answer = f(&mut buffer);
+    let _ = slot.try_with(|cell| cell.set(buffer));
+    answer
+}
+
+/// The lowest index of a glob in `set` that matches `path`, without a
+/// `Vec` per call.
+fn first_index(set: &GlobSet, path: &str) -> Option<usize> {
+    with_buffer(&MATCHES, |matches| {
+        set.matches_into(path, matches);
+        matches.iter().copied().min()
+    })
 }
 
 /// True when `needle` occurs in `a` followed by `b` other than wholly

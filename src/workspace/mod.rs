@@ -9,6 +9,7 @@
 //! which globs match it.
 
 mod glob;
+mod prefix;
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -18,6 +19,7 @@ use std::path::{Component, Path, PathBuf};
 use globset::GlobBuilder;
 
 pub use glob::{compile_glob, is_plain_glob, required_literal, GlobList};
+pub use prefix::path_starts_with;
 
 /// How a tool argument or shell word touches a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

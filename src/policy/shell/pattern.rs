@@ -2,8 +2,6 @@
 //! matched word by word against analyzed commands, with a small table of
 //! flag aliases so a synonym cannot sidestep a deny entry.
 
-use std::collections::BTreeSet;
-
 use super::{basename, is_flag, SimpleCommand};
 
 /// Which way a pattern's positional words must line up with a command's.
@@ -26,6 +24,39 @@ enum Flag {
     Long(String),
 }
 
+/// A set of flags, kept sorted in a `Vec` (a command has a handful, and a
+/// `BTreeSet` costs more to fill, compare and drop on every decision).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct FlagSet(Vec<Flag>);
+
+impl FlagSet {
+    /// Sorted and deduplicated at once (inserting one by one in order would
+    /// be quadratic in a word of thousands of distinct short flags).
+    fn from_unsorted(mut flags: Vec<Flag>) -> FlagSet {
+        flags.sort_unstable();
+        flags.dedup();
+        FlagSet(flags)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_subset(&self, other: &FlagSet) -> bool {
+        self.0.iter().all(|f| other.0.binary_search(f).is_ok())
+    }
+}
+
+impl IntoIterator for FlagSet {
+    type Item = Flag;
+    type IntoIter = std::vec::IntoIter<Flag>;
+
+    /// In order, as a `BTreeSet` would give them.
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
 /// A command pattern from a policy list such as "rm -rf" or
 /// "git push --force".
 #[derive(Clone, Debug)]
@@ -33,9 +64,13 @@ pub struct CommandPattern {
     text: String,
     program: String,
     positional: Vec<String>,
-    flags: BTreeSet<Flag>,
+    flags: FlagSet,
     /// Flags compared as written: no alias folding (`exact: true`).
     exact: bool,
+    /// The git subcommand of `positional` (for flag aliases), found once.
+    git: GitSub,
+    /// Whether `positional` names a literal `--`, found once.
+    double_dash: bool,
 }
 
 /// The flag spellings that mean the same thing, so a deny entry cannot be
@@ -103,9 +138,9 @@ fn split_words<'a>(
     program: &str,
     git: GitSub,
     args: impl Iterator<Item = &'a str>,
-) -> (Vec<&'a str>, BTreeSet<Flag>) {
+) -> (Vec<&'a str>, FlagSet) {
     let mut positional = Vec::new();
-    let mut flags = BTreeSet::new();
+    let mut flags = Vec::new();
     let mut options_done = false;
     for arg in args {
         if !options_done && arg == "--" {
@@ -114,21 +149,21 @@ fn split_words<'a>(
         } else if !options_done && is_flag(arg) {
             if let Some(long) = arg.strip_prefix("--") {
                 let name = long.split_once('=').map_or(long, |(n, _)| n);
-                flags.insert(fold_flag(program, git, Flag::Long(name.to_string())));
+                flags.push(fold_flag(program, git, Flag::Long(name.to_string())));
             } else {
                 for c in arg[1..].chars() {
-                    flags.insert(fold_flag(program, git, Flag::Short(c)));
+                    flags.push(fold_flag(program, git, Flag::Short(c)));
                 }
             }
         } else {
             if program == "git" && git == GitSub::Push && arg.starts_with('+') && arg.len() > 1 {
                 // (Only when folding: `exact` passes an empty program.)
-                flags.insert(Flag::Long("force".into()));
+                flags.push(Flag::Long("force".into()));
             }
             positional.push(arg);
         }
     }
-    (positional, flags)
+    (positional, FlagSet::from_unsorted(flags))
 }
 
 impl CommandPattern {
@@ -154,9 +189,12 @@ impl CommandPattern {
         let git = GitSub::of(&program, &words[1..]);
         let fold_as = if exact { "" } else { program.as_str() };
         let (positional, flags) = split_words(fold_as, git, words[1..].iter().map(String::as_str));
+        let positional: Vec<String> = positional.into_iter().map(str::to_string).collect();
         Ok(CommandPattern {
             text: pattern.to_string(),
-            positional: positional.into_iter().map(str::to_string).collect(),
+            git: GitSub::of(&program, &positional),
+            double_dash: positional.iter().any(|w| w == "--"),
+            positional,
             program,
             flags,
             exact,
@@ -171,7 +209,7 @@ impl CommandPattern {
     /// True when the pattern names a literal `--` word (read differently
     /// before `--` became a word a command must contain).
     pub fn has_double_dash(&self) -> bool {
-        self.positional.iter().any(|w| w == "--")
+        self.double_dash
     }
 
     /// The program the pattern names (its basename).
@@ -202,8 +240,7 @@ impl CommandPattern {
         } else {
             self.program.as_str()
         };
-        let git = GitSub::of(&self.program, &self.positional);
-        let (positional, flags) = split_words(program, git, std::iter::once(flag));
+        let (positional, flags) = split_words(program, self.git, std::iter::once(flag));
         if !positional.is_empty()
             || flags.len() != 1
             || (!flag.starts_with("--") && flag.len() != 2)
@@ -216,8 +253,8 @@ impl CommandPattern {
         })
     }
 
-    fn split_command<'c>(&self, cmd: &'c SimpleCommand) -> (Vec<&'c str>, BTreeSet<Flag>) {
-        let git = GitSub::of(&self.program, &self.positional);
+    fn split_command<'c>(&self, cmd: &'c SimpleCommand) -> (Vec<&'c str>, FlagSet) {
+        let git = self.git;
         // Values of options (`git -c KEY=VALUE`) are neither flags nor
         // positional words.
         let args = cmd
@@ -262,7 +299,7 @@ impl CommandPattern {
             } else {
                 self.program.as_str()
             },
-            GitSub::of(&self.program, &self.positional),
+            self.git,
         );
         let at = match splits.done.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
@@ -276,7 +313,7 @@ impl CommandPattern {
             return false;
         }
         // A `--` in the command only counts when the pattern names one.
-        let dash = self.has_double_dash();
+        let dash = self.double_dash;
         let mut words = positional.iter().filter(|w| dash || **w != "--");
         match mode {
             MatchMode::Prefix => self
@@ -296,7 +333,7 @@ pub struct CommandSplits<'c, 'p> {
     /// The command's program basename.
     program: Option<&'c str>,
     #[allow(clippy::type_complexity)]
-    done: Vec<((&'p str, GitSub), (Vec<&'c str>, BTreeSet<Flag>))>,
+    done: Vec<((&'p str, GitSub), (Vec<&'c str>, FlagSet))>,
 }
 
 /// Tokenizes a pattern with shell quoting, refusing anything that is not one
