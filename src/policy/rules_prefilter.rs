@@ -10,26 +10,27 @@
 //!
 //! **Sound by construction.** Skipping is exact: the answer "cannot match" is
 //! given only when a match is impossible; every doubt answers "may match",
-//! and the regex is compiled and run as before. The literals come from
-//! parsing the pattern without Unicode (cheap: no Unicode tables, no case
-//! folding tables), which agrees with the Unicode parse the regex is compiled
-//! from *on ASCII text only*, so:
+//! and the regex is compiled and run as before. The literals come from the
+//! pattern's syntax tree alone (no translation: no Unicode tables, no case
+//! folding tables), read so that they hold on ASCII text only:
 //! - the text must be ASCII, or the answer is "may match" (under `(?i)` a
 //!   Unicode `ſ` matches `s` and the Kelvin sign `K` matches `k`);
 //! - the pattern must be ASCII and write no code point or Unicode class
 //!   (`\x`, `\u`, `\U`, `\p`, `\P`), or there is no prefilter (`(?i)ſ`
 //!   matches `s`; a pattern such as `[\x{100}-\x{200}]` holds `ſ`);
-//! - case-insensitive letters are searched ASCII-case-insensitively.
+//! - every letter is searched in either ASCII case, whatever the flags say
+//!   (a case-sensitive letter so accepts more than it matches: never less),
+//!   so no flag (`(?i)`, `(?-i)`, scoped or not) has to be followed.
 //!
-//! Over that parse, a literal run (adjacent literal bytes and
-//! case-insensitive letters, looking through zero-width assertions) in a
-//! concatenation is required; a repetition of at least one requires what its
-//! body requires; an alternation requires one of its branches' best
-//! literals. A match holds each required literal, so a text missing one of
-//! them holds no match.
+//! In that tree, a run of literal characters in a concatenation (looking
+//! through zero-width assertions and flag settings) is required; a
+//! repetition of at least one requires what its body requires; a group what
+//! its body requires; an alternation one of its branches' best literals.
+//! Classes, `.` and everything else require nothing. A match holds each
+//! required literal, so a text missing one of them holds no match.
 
 use memchr::{memchr2_iter, memchr_iter, memmem};
-use regex_syntax::hir::{Class, Hir, HirKind};
+use regex_syntax::ast::{Ast, RepetitionKind, RepetitionRange};
 
 /// One byte of a required literal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,15 +65,11 @@ impl Prefilter {
         {
             return Prefilter::default();
         }
-        let parsed = regex_syntax::ParserBuilder::new()
-            .unicode(false)
-            .utf8(false)
-            .build()
-            .parse(pattern);
-        let Ok(hir) = parsed else {
+        // The syntax as `regex` reads it by default (no octal, nesting 250).
+        let Ok(ast) = regex_syntax::ast::parse::Parser::new().parse(pattern) else {
             return Prefilter::default();
         };
-        let required = required(&hir)
+        let required = required(&ast)
             .into_iter()
             .filter(|set| set.len() <= MAX_NEEDLES && set.iter().all(|n| !n.is_empty()))
             .collect();
@@ -121,23 +118,18 @@ fn contains(hay: &[u8], needle: &[Atom]) -> bool {
     }
 }
 
-/// What every match of `hir` holds: for each entry, one of its needles.
-fn required(hir: &Hir) -> Vec<Vec<Needle>> {
-    match hir.kind() {
-        HirKind::Empty | HirKind::Look(_) => vec![],
-        HirKind::Literal(_) | HirKind::Class(_) => match atoms(hir) {
-            Some(run) if !run.is_empty() => vec![vec![run]],
-            _ => vec![],
-        },
-        HirKind::Repetition(rep) if rep.min >= 1 => required(&rep.sub),
-        HirKind::Repetition(_) => vec![],
-        HirKind::Capture(cap) => required(&cap.sub),
-        HirKind::Concat(subs) => {
+/// What every match of `ast` holds: for each entry, one of its needles.
+fn required(ast: &Ast) -> Vec<Vec<Needle>> {
+    match ast {
+        Ast::Literal(_) => atoms(ast).map(|run| vec![vec![run]]).unwrap_or_default(),
+        Ast::Repetition(rep) if at_least_once(&rep.op.kind) => required(&rep.ast),
+        Ast::Group(group) => required(&group.ast),
+        Ast::Concat(concat) => {
             let mut out = Vec::new();
             let mut run: Needle = Vec::new();
-            for sub in subs {
+            for sub in &concat.asts {
                 match atoms(sub) {
-                    // Zero-width assertions do not break a run: they consume nothing.
+                    // Zero-width items do not break a run: they consume nothing.
                     Some(more) => run.extend(more),
                     None => {
                         if !run.is_empty() {
@@ -152,9 +144,9 @@ fn required(hir: &Hir) -> Vec<Vec<Needle>> {
             }
             out
         }
-        HirKind::Alternation(branches) => {
+        Ast::Alternation(alt) => {
             let mut any = Vec::new();
-            for branch in branches {
+            for branch in &alt.asts {
                 match best(required(branch)) {
                     Some(set) => any.extend(set),
                     None => return vec![],
@@ -162,30 +154,35 @@ fn required(hir: &Hir) -> Vec<Vec<Needle>> {
             }
             vec![any]
         }
+        _ => vec![],
     }
 }
 
-/// The bytes `hir` matches when it is a literal run (or zero-width: none).
-fn atoms(hir: &Hir) -> Option<Needle> {
-    match hir.kind() {
-        HirKind::Empty | HirKind::Look(_) => Some(vec![]),
-        HirKind::Literal(lit) => Some(lit.0.iter().map(|b| Atom::Byte(*b)).collect()),
-        HirKind::Class(Class::Bytes(class)) => {
-            let bytes: Vec<u8> = class
-                .ranges()
-                .iter()
-                .flat_map(|r| r.start()..=r.end())
-                .take(3)
-                .collect();
-            match bytes[..] {
-                [b] => Some(vec![Atom::Byte(b)]),
-                [upper, lower]
-                    if upper.is_ascii_uppercase() && lower == upper.to_ascii_lowercase() =>
-                {
-                    Some(vec![Atom::Fold(lower)])
-                }
-                _ => None,
-            }
+/// Whether a repetition matches its body at least once.
+fn at_least_once(kind: &RepetitionKind) -> bool {
+    match kind {
+        RepetitionKind::ZeroOrOne | RepetitionKind::ZeroOrMore => false,
+        RepetitionKind::OneOrMore => true,
+        RepetitionKind::Range(
+            RepetitionRange::Exactly(n)
+            | RepetitionRange::AtLeast(n)
+            | RepetitionRange::Bounded(n, _),
+        ) => *n >= 1,
+    }
+}
+
+/// The bytes `ast` matches when it is one literal character (a letter in
+/// either case) or zero-width (none); `None` for anything else.
+fn atoms(ast: &Ast) -> Option<Needle> {
+    match ast {
+        Ast::Empty(_) | Ast::Flags(_) | Ast::Assertion(_) => Some(vec![]),
+        Ast::Literal(lit) if lit.c.is_ascii() => {
+            let b = lit.c as u8;
+            Some(vec![if b.is_ascii_alphabetic() {
+                Atom::Fold(b.to_ascii_lowercase())
+            } else {
+                Atom::Byte(b)
+            }])
         }
         _ => None,
     }

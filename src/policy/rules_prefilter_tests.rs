@@ -170,11 +170,17 @@ fn case_insensitive_literals_match_in_any_ascii_case() {
         assert!(p.may_match(text), "{text}");
     }
     assert!(!p.may_match("secre t"));
-    // Case-sensitive literals stay case-sensitive.
+    // Case-sensitive letters are searched in either case too (no flag is
+    // followed): the prefilter lets more through, and the regex says no.
     let p = Prefilter::new("kubectl");
-    assert!(p.may_match("kubectl get"));
-    assert!(!p.may_match("KUBECTL get"));
+    assert!(p.may_match("kubectl get") && p.may_match("KUBECTL get"));
+    assert!(!p.may_match("kube ctl get"));
     assert!(!build_regex("kubectl").unwrap().is_match("KUBECTL get"));
+    // Scoped and toggled flags need not be followed either.
+    for pattern in ["(?i:ab)c", "a(?i)b(?-i)c", "(?x) a b c", "(?i)a|(?-i)abc"] {
+        let p = Prefilter::new(pattern);
+        assert!(p.may_match("ABC") && p.may_match("abc"), "{pattern}");
+    }
 }
 
 #[test]
