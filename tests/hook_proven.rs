@@ -220,14 +220,18 @@ fn rules_compiled_on_first_use_decide_as_rules_compiled_at_load() {
         manifests: None,
     };
     let full = load_policy(&paths, &CompileOptions::default()).unwrap();
-    let lazy = load_policy(
-        &paths,
-        &CompileOptions {
-            proven: true,
-            ..CompileOptions::default()
-        },
-    )
-    .unwrap();
+    // A fresh lazy policy per call, as in a hook process: each call meets
+    // regexes not yet compiled, so each goes through the prefilter.
+    let lazy = || {
+        load_policy(
+            &paths,
+            &CompileOptions {
+                proven: true,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap()
+    };
     let ws = tempfile::tempdir().unwrap();
     let w = Workspace::new(ws.path()).unwrap();
     let commands = [
@@ -241,6 +245,15 @@ fn rules_compiled_on_first_use_decide_as_rules_compiled_at_load() {
         "kubectl get pods --context prod",
         "kubectl get pods --context staging",
         "cargo test && psql -h production",
+        // The prefilter's hard cases: a rule whose regex matches must never
+        // be skipped (any ASCII case, Unicode case folding under `(?i)`).
+        "PSQL -h PROD-db",
+        "mysql --host=PRODUCTION",
+        "deploy --ſecret=abcdefgh12",
+        "deploy --TOKEN=abcdefgh12",
+        "mongosh --host prod.internal",
+        "kubectl get pods --context=production",
+        "\u{212A}ubectl get pods --context prod",
     ];
     let mut calls: Vec<ToolCall> = commands
         .iter()
@@ -259,10 +272,10 @@ fn rules_compiled_on_first_use_decide_as_rules_compiled_at_load() {
     }
     let mut denied = 0;
     for call in &calls {
-        let (a, b) = (full.evaluate(&w, call), lazy.evaluate(&w, call));
+        let (a, b) = (full.evaluate(&w, call), lazy().evaluate(&w, call));
         assert_eq!(a, b, "{call:?}");
         denied += usize::from(a.decision.as_str() == "deny");
     }
-    assert!(denied >= 8, "the cases reach the rules: {denied} denied");
+    assert!(denied >= 13, "the cases reach the rules: {denied} denied");
     assert!(!toolgate::policy::rules::compile_failed());
 }

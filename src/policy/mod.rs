@@ -26,6 +26,7 @@ pub mod paths;
 pub mod redact;
 pub mod results;
 pub mod rules;
+mod rules_prefilter;
 mod rules_regex;
 pub mod sandbox;
 pub mod shell;
@@ -78,7 +79,8 @@ pub struct Policy {
     /// Who may call over HTTP (`auth:`); `None` when no layer has it.
     pub(crate) auth: Option<std::sync::Arc<auth::AuthConfig>>,
     /// Where each rule id is written, for `explain`.
-    pub(crate) origins: std::collections::BTreeMap<String, RuleOrigin>,
+    /// In the order recorded; the first entry for an id is where it is written.
+    pub(crate) origins: Vec<(String, RuleOrigin)>,
 }
 
 /// Where a rule is written: a policy file and the key path within it
@@ -188,7 +190,7 @@ impl Policy {
     /// Where the rule with `id` is written, when the policy's files hold it
     /// (built-in ids such as `tools.active` have none unless a file sets them).
     pub fn rule_origin(&self, id: &str) -> Option<&RuleOrigin> {
-        self.origins.get(id)
+        self.origins.iter().find(|(k, _)| k == id).map(|(_, o)| o)
     }
 
     /// How many command entries and rules are audit-only (`mode: audit`).

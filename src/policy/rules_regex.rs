@@ -7,6 +7,11 @@
 //! [`crate::config::proven`]), rules keep their regex as text and compile it
 //! the first time a call reaches it.
 //!
+//! Before compiling, such a regex asks its [`Prefilter`] (built on first
+//! use too) whether the text holds the literals every match needs; when it
+//! does not, the answer is "no match" without compiling — exact, see
+//! [`super::rules_prefilter`].
+//!
 //! **Fail closed.** A proven regex cannot fail to compile later: the same
 //! build compiled the same bytes. Should it happen anyway, the regex answers
 //! "no match" and [`compile_failed`] turns true; the hook checks it after
@@ -16,6 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use regex::Regex;
+
+use super::rules_prefilter::Prefilter;
 
 /// The largest regex a rule may compile to (bytes of compiled program):
 /// policy files come from people, and a regex must not cost unbounded memory.
@@ -43,6 +50,7 @@ pub fn compile_failed() -> bool {
 pub struct PolicyRegex {
     pattern: String,
     compiled: OnceLock<Option<Regex>>,
+    prefilter: OnceLock<Prefilter>,
 }
 
 impl PolicyRegex {
@@ -51,7 +59,11 @@ impl PolicyRegex {
         let compiled = OnceLock::new();
         let pattern = regex.as_str().to_string();
         let _ = compiled.set(Some(regex));
-        PolicyRegex { pattern, compiled }
+        PolicyRegex {
+            pattern,
+            compiled,
+            prefilter: OnceLock::new(),
+        }
     }
 
     /// A regex compiled the first time it is matched.
@@ -59,6 +71,7 @@ impl PolicyRegex {
         PolicyRegex {
             pattern: pattern.to_string(),
             compiled: OnceLock::new(),
+            prefilter: OnceLock::new(),
         }
     }
 
@@ -72,9 +85,18 @@ impl PolicyRegex {
         self.compiled.get().is_some()
     }
 
-    /// Whether `text` contains a match. A regex that fails to compile here
+    /// Whether `text` contains a match. A regex not compiled yet is compiled
+    /// only when its prefilter finds the literals a match needs. A regex that fails to compile here
     /// matches nothing and sets [`compile_failed`].
     pub fn is_match(&self, text: &str) -> bool {
+        if self.compiled.get().is_none()
+            && !self
+                .prefilter
+                .get_or_init(|| Prefilter::new(&self.pattern))
+                .may_match(text)
+        {
+            return false;
+        }
         let regex = self.compiled.get_or_init(|| {
             let built = build_regex(&self.pattern).ok();
             if built.is_none() {

@@ -71,7 +71,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         warnings: Vec::new(),
         enforce_audit: options.enforce_audit,
         proven: options.proven,
-        origins: BTreeMap::new(),
+        origins: Vec::new(),
         pending_prefixes: upstream.pending_prefixes,
         profiles: BTreeMap::new(),
     };
@@ -193,7 +193,7 @@ struct Compiler {
     /// [`CompileOptions::proven`].
     proven: bool,
     /// Where each rule id is written (see [`RuleOrigin`]).
-    origins: BTreeMap<String, RuleOrigin>,
+    origins: Vec<(String, RuleOrigin)>,
     /// Prefixes of upstream servers whose tools are not listed yet.
     pending_prefixes: Vec<String>,
     /// Every layer's `tools.profiles`, checked.
@@ -253,15 +253,15 @@ impl Compiler {
     /// Records that rule `id` is written at `at` in `layer`; the first
     /// place wins (the same id in two layers names the first).
     fn origin(&mut self, id: &str, layer: &PolicyLayer, at: &str) {
-        if !self.origins.contains_key(id) {
-            self.origins.insert(
-                id.to_string(),
-                RuleOrigin {
-                    file: layer.file.name.clone(),
-                    at: at.to_string(),
-                },
-            );
-        }
+        // Appended, not searched (a hook start records ~100 of these): the
+        // first entry for an id is the one `Policy::rule_origin` finds.
+        self.origins.push((
+            id.to_string(),
+            RuleOrigin {
+                file: layer.file.name.clone(),
+                at: at.to_string(),
+            },
+        ));
     }
 
     /// When rule regexes compile: on first use for proven files.
@@ -583,7 +583,7 @@ impl Compiler {
                 ("commands.inline_code", c.inline_code, inline_code),
             ] {
                 if set.is_some() && set > so_far {
-                    self.origins.remove(key);
+                    self.origins.retain(|(id, _)| id != key);
                     self.origin(key, layer, key);
                 }
             }
