@@ -22,6 +22,8 @@
 //!   read without keeping it);
 //! - an answer that is JSON but not a JSON-RPC answer (or an error without
 //!   a valid `error` object) fails the request whose id it carries;
+//! - a request from the server that rmcp cannot read gets an "Invalid
+//!   request" answer (as rmcp gives);
 //! - a line that is not JSON, or an answer to an id nobody waits for, is
 //!   reported on stderr and skipped (as the MCP SDKs do: a late answer to a
 //!   cancelled call is normal); the waiting call still ends at its timeout;
@@ -177,10 +179,24 @@ where
         };
         let Some(id) = answer_id else {
             // A request or notification from the server: rmcp's types.
+            let request_id = value
+                .get("id")
+                .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
             return match serde_json::from_value(value) {
                 Ok(m) => Some(m),
                 Err(e) => {
                     self.report(&format!("skipped a message rmcp cannot read: {e}"));
+                    // A request gets an answer, as rmcp gives one.
+                    if let Some(id) = request_id {
+                        let reply = JsonRpcMessage::error(
+                            ErrorData::invalid_request(
+                                format!("cannot read the request: {e}"),
+                                None,
+                            ),
+                            Some(id),
+                        );
+                        tokio::spawn(self.send(reply));
+                    }
                     None
                 }
             };

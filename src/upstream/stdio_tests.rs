@@ -235,3 +235,24 @@ async fn sending_after_close_is_an_error() {
     let e = t.send(request(1, "tools/call")).await.unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::NotConnected);
 }
+
+#[tokio::test]
+async fn a_request_from_the_server_that_cannot_be_read_is_answered() {
+    let (mut t, mut server, mut sent) = pair();
+    server
+        .write_all(b"{\"jsonrpc\":\"1.0\",\"id\":5,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n")
+        .await
+        .unwrap();
+    assert!(
+        matches!(next(&mut t).await, Some(JsonRpcMessage::Notification(_))),
+        "the next message is read"
+    );
+    let mut buf = vec![0; 4096];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(5), sent.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    let reply: Value = serde_json::from_slice(&buf[..n]).unwrap();
+    assert_eq!(reply["id"], 5, "{reply}");
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+}
