@@ -50,10 +50,14 @@ impl ByteTables {
             let (set, bit) = (k / 8, 1u8 << (k % 8));
             for beginning in bucket {
                 for (i, table) in tables[set].iter_mut().enumerate() {
-                    for byte in 0..=255u8 {
-                        if i >= beginning.1 || byte | 0x20 == beginning.0[i] {
-                            table[usize::from(byte & 0x7F)] |= bit;
-                        }
+                    if i >= beginning.1 {
+                        // Past its end: any byte.
+                        table.iter_mut().for_each(|entry| *entry |= bit);
+                    } else {
+                        // The byte in either case (bit 5 set or clear).
+                        let k = beginning.0[i];
+                        table[usize::from(k & 0x7F)] |= bit;
+                        table[usize::from(k & !0x20 & 0x7F)] |= bit;
                     }
                 }
             }
