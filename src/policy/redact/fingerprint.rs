@@ -18,6 +18,10 @@
 //! keywords are too many for that (the estimated share of positions passing
 //! is over [`MAX_PASS_RATE`]), there is no fingerprint and the sieve runs
 //! alone, as it does on other CPUs.
+//!
+//! On CPUs with AVX-512 VBMI, byte tables of the same keyword beginnings
+//! ([`super::permute`]) check 64 positions at a time first; the nibble
+//! steps take the positions left when such a step no longer fits.
 
 /// Buckets, in two sets of eight (a bit of a byte each).
 const BUCKETS: usize = 16;
@@ -25,8 +29,7 @@ const BUCKETS: usize = 16;
 /// Positions one step checks.
 pub(super) const STEP: usize = 32;
 
-/// Bytes of a keyword beginning the fingerprint looks at.
-const WIDTH: usize = 4;
+use super::permute::{self, ByteTables, WIDTH};
 
 /// Bytes one step reads: [`WIDTH`] at each of the [`STEP`] positions.
 pub(super) const STEP_READ: usize = STEP + WIDTH - 1;
@@ -43,6 +46,8 @@ pub(super) struct Fingerprint {
     tables: Tables,
     /// Whether the second bucket set is used.
     wide: bool,
+    /// The AVX-512 VBMI first step, when this CPU has it.
+    bytes: Option<ByteTables>,
 }
 
 impl Fingerprint {
@@ -78,6 +83,11 @@ impl Fingerprint {
         Some(Fingerprint {
             tables,
             wide: buckets[8..].iter().any(|b| !b.is_empty()),
+            bytes: permute::avx512_vbmi().then(|| {
+                let beginnings: Vec<([u8; WIDTH], usize)> =
+                    buckets.iter().flatten().map(|b| (b.bytes, b.len)).collect();
+                ByteTables::new(&beginnings, &byte_frequencies())
+            }),
         })
     }
 
@@ -87,10 +97,21 @@ impl Fingerprint {
     /// Returns where it stopped: the positions from there on are the
     /// caller's to check.
     #[cfg(target_arch = "x86_64")]
-    pub fn scan(&self, hay: &[u8], at: usize, to: usize, candidate: impl FnMut(usize)) -> usize {
+    pub fn scan(
+        &self,
+        hay: &[u8],
+        at: usize,
+        to: usize,
+        mut candidate: impl FnMut(usize),
+    ) -> usize {
         // SAFETY: a `Fingerprint` is only made by `new`, which checked that
-        // this CPU has AVX2.
+        // this CPU has AVX2, and `bytes` is only made where it has AVX-512
+        // VBMI.
         unsafe {
+            let at = match &self.bytes {
+                Some(bytes) => bytes.scan(hay, at, to, &mut candidate),
+                None => at,
+            };
             if self.wide {
                 self.scan_avx2::<true>(hay, at, to, candidate)
             } else {
@@ -180,6 +201,19 @@ impl Fingerprint {
             bits |= u32::from(any != 0) << j;
         }
         bits
+    }
+
+    /// The byte tables, when they run.
+    #[cfg(test)]
+    pub fn byte_tables(&self) -> Option<&ByteTables> {
+        self.bytes.as_ref()
+    }
+
+    /// Drops the byte tables' steps, so the nibble steps run alone (for
+    /// tests that compare the two).
+    #[cfg(test)]
+    pub fn drop_vbmi(&mut self) {
+        self.bytes = None;
     }
 
     /// [`Fingerprint::new`], except that the fingerprint is made even when

@@ -13,7 +13,8 @@
 //! Modules: [`rules`] (specs, entropy, the compiled rule), `bounded`
 //! (regexes checked and built under caps), `caps` (per-repetition caps and
 //! the overflow that keeps a long secret redacted), `allowlist`,
-//! `prefilter` (keywords) with its SIMD first stage `fingerprint`, `scan`
+//! `prefilter` (keywords) with its SIMD first stage `fingerprint` (and its
+//! AVX-512 step `permute`), `scan`
 //! (the windowed search), [`stream`],
 //! [`gitleaks`] (importing gitleaks configs), `builtin` (the default set).
 
@@ -29,6 +30,7 @@ mod caps;
 mod entropy;
 mod fingerprint;
 pub mod gitleaks;
+mod permute;
 mod prefilter;
 pub mod rules;
 mod scan;

@@ -4,7 +4,8 @@
 //! Up to three stages, each letting fewer positions through:
 //! - on x86_64 CPUs with AVX2, a SIMD fingerprint of keyword beginnings
 //!   ([`super::fingerprint`]) checks 32 positions at a time with byte
-//!   shuffles and lets through well under 1% of ordinary text (code, logs);
+//!   shuffles (64 at a time with byte permutes where AVX-512 VBMI is there)
+//!   and lets through well under 1% of ordinary text (code, logs);
 //! - a trigram sieve hashes the (ASCII-case-folded) three bytes at a
 //!   position into a 16 K-slot table of keyword beginnings, and a second
 //!   table under another hash weeds out most of the first's collisions.
@@ -220,6 +221,15 @@ impl Keywords {
     #[cfg(test)]
     pub fn drop_fingerprint(&mut self) {
         self.fingerprint = None;
+    }
+
+    /// Drops the fingerprint's AVX-512 steps, so its AVX2 steps run alone
+    /// (for tests that compare the two).
+    #[cfg(test)]
+    pub fn drop_vbmi(&mut self) {
+        if let Some(f) = &mut self.fingerprint {
+            f.drop_vbmi();
+        }
     }
 
     /// The automaton over the keyword starts in `from..to`.

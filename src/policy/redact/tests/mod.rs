@@ -9,6 +9,7 @@ mod caps;
 mod engine;
 mod generated;
 mod gitleaks;
+mod io;
 mod json;
 mod lazy;
 mod simd;
