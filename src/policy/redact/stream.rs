@@ -10,23 +10,10 @@
 //! by piece (each piece a line or less), so a block of any length costs no
 //! memory.
 
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 
 use super::scan::{Scanner, Span};
 use super::Redactor;
-
-/// Where an [`Emitter`] puts the output: a `String`, or (for
-/// [`redact_io`]) straight into the output stream.
-pub(super) trait Sink {
-    /// Appends `text` to the output.
-    fn put(&mut self, text: &str);
-}
-
-impl Sink for String {
-    fn put(&mut self, text: &str) {
-        self.push_str(text);
-    }
-}
 
 /// Turns spans, in order, into output: text between redactions and one
 /// marker per group of overlapping (or joined) spans.
@@ -40,7 +27,7 @@ pub(super) struct Emitter {
 
 impl Emitter {
     /// Writes out `span` (the next in start order) from `buf`, which starts at `base`.
-    pub fn span(&mut self, r: &Redactor, span: &Span, buf: &str, base: usize, out: &mut impl Sink) {
+    pub fn span(&mut self, r: &Redactor, span: &Span, buf: &str, base: usize, out: &mut String) {
         if let Some(end) = self.group_end {
             if span.start < end || (span.joins && span.start == end) {
                 let end = end.max(span.end);
@@ -50,18 +37,18 @@ impl Emitter {
             }
         }
         debug_assert!(span.start >= self.emitted, "span before emitted text");
-        out.put(&buf[self.emitted - base..span.start - base]);
-        out.put("[REDACTED:");
-        out.put(&r.rules[span.rule as usize].id);
-        out.put("]");
+        out.push_str(&buf[self.emitted - base..span.start - base]);
+        out.push_str("[REDACTED:");
+        out.push_str(&r.rules[span.rule as usize].id);
+        out.push(']');
         self.group_end = Some(span.end);
         self.emitted = span.end;
     }
 
     /// Writes out the text up to `upto` that no redaction covers.
-    pub fn text_until(&mut self, upto: usize, buf: &str, base: usize, out: &mut impl Sink) {
+    pub fn text_until(&mut self, upto: usize, buf: &str, base: usize, out: &mut String) {
         if upto > self.emitted {
-            out.put(&buf[self.emitted - base..upto - base]);
+            out.push_str(&buf[self.emitted - base..upto - base]);
             self.emitted = upto;
         }
     }
@@ -136,18 +123,12 @@ impl<'r> StreamRedactor<'r> {
         self.step(true, out)
     }
 
-    /// Like [`StreamRedactor::push_into`], for any [`Sink`].
-    fn push_to(&mut self, chunk: &str, out: &mut impl Sink) {
-        self.buf.push_str(chunk);
-        self.step(false, out)
-    }
-
     /// Bytes held back right now: what memory the stream needs beyond a chunk.
     pub fn held_back(&self) -> usize {
         self.buf.len()
     }
 
-    fn step(&mut self, eof: bool, out: &mut impl Sink) {
+    fn step(&mut self, eof: bool, out: &mut String) {
         let r = self.redactor;
         let end = self.base + self.buf.len();
         self.scanner
@@ -175,52 +156,18 @@ impl<'r> StreamRedactor<'r> {
 /// Bytes read from the input at a time by [`redact_io`].
 const READ_CHUNK: usize = 64 * 1024;
 
-/// Output smaller than this is gathered before it is written; larger
-/// pieces (the text between secrets, most of every chunk) are written
-/// straight from the stream's buffer, not copied first.
-const WRITE_BUFFER: usize = 8 * 1024;
-
-/// [`redact_io`]'s output: written as the emitter goes, the first error kept.
-struct IoSink<W: Write> {
-    out: BufWriter<W>,
-    error: Option<io::Error>,
-}
-
-impl<W: Write> IoSink<W> {
-    fn put_bytes(&mut self, bytes: &[u8]) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.write_all(bytes) {
-                self.error = Some(e);
-            }
-        }
-    }
-
-    /// The first write error since the last call, if any.
-    fn check(&mut self) -> io::Result<()> {
-        self.error.take().map_or(Ok(()), Err)
-    }
-}
-
-impl<W: Write> Sink for IoSink<W> {
-    fn put(&mut self, text: &str) {
-        self.put_bytes(text.as_bytes());
-    }
-}
-
 /// Copies `input` to `output` with secrets redacted, in constant memory.
 ///
 /// Invalid UTF-8 is passed through byte for byte, never replaced: no data is
 /// lost, and the text on each side of it is redacted as if the stream ended
 /// and restarted there (a secret is text, so none spans such bytes).
-pub fn redact_io(r: &Redactor, mut input: impl Read, output: impl Write) -> io::Result<()> {
+pub fn redact_io(r: &Redactor, mut input: impl Read, mut output: impl Write) -> io::Result<()> {
     let mut stream = r.stream();
     // Bytes `..held` are an incomplete UTF-8 sequence left from the last read
     // (at most 3); each read goes in after them, so nothing is copied twice.
     let mut buf = vec![0u8; READ_CHUNK + 4];
-    let mut sink = IoSink {
-        out: BufWriter::with_capacity(WRITE_BUFFER, output),
-        error: None,
-    };
+    // One output buffer for every chunk: written out, then emptied.
+    let mut out = String::with_capacity(READ_CHUNK + 256);
     let mut held = 0;
     loop {
         let n = match input.read(&mut buf[held..]) {
@@ -234,39 +181,44 @@ pub fn redact_io(r: &Redactor, mut input: impl Read, output: impl Write) -> io::
         loop {
             match std::str::from_utf8(rest) {
                 Ok(text) => {
-                    stream.push_to(text, &mut sink);
+                    stream.push_into(text, &mut out);
                     rest = &[];
                     break;
                 }
                 Err(e) => {
                     let (valid, after) = rest.split_at(e.valid_up_to());
                     let text = std::str::from_utf8(valid).unwrap_or_default();
-                    stream.push_to(text, &mut sink);
+                    stream.push_into(text, &mut out);
                     match e.error_len() {
                         None => {
                             rest = after;
                             break;
                         }
                         Some(bad) => {
-                            let mut done = std::mem::replace(&mut stream, r.stream());
-                            done.step(true, &mut sink);
-                            sink.put_bytes(&after[..bad]);
-                            sink.check()?;
+                            let done = std::mem::replace(&mut stream, r.stream());
+                            done.finish_into(&mut out);
+                            write_out(&mut output, &mut out)?;
+                            output.write_all(&after[..bad])?;
                             rest = &after[bad..];
                         }
                     }
                 }
             }
         }
-        sink.check()?;
-        // What this read made safe goes out now, not when more arrives.
-        sink.out.flush()?;
+        write_out(&mut output, &mut out)?;
         held = rest.len();
         buf.copy_within(total - held..total, 0);
     }
-    stream.step(true, &mut sink);
+    stream.finish_into(&mut out);
+    write_out(&mut output, &mut out)?;
     // Bytes of a sequence the input cut short.
-    sink.put_bytes(&buf[..held]);
-    sink.check()?;
-    sink.out.flush()
+    output.write_all(&buf[..held])?;
+    output.flush()
+}
+
+/// Writes `out` and empties it (keeping its memory).
+fn write_out(output: &mut impl Write, out: &mut String) -> io::Result<()> {
+    output.write_all(out.as_bytes())?;
+    out.clear();
+    Ok(())
 }
