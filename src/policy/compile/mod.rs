@@ -7,31 +7,29 @@
 //! each layer's `roots` must all contain a path.
 
 mod auth;
+mod command_lists;
 mod exec;
 mod limits;
 mod manifests;
 mod redact;
 mod results;
+mod rules;
 mod sandbox;
 mod servers;
 
 use limits::compile_limits;
 use manifests::compile_tools;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use serde_json::Value;
-
-use super::commands::{self, CommandRule, CommandRules, Unless};
 use super::paths::{PathRules, RootSet};
-use super::rules::{compile_condition_with, expand_placeholders, Regexes, Rule, RuleSet};
-use super::shell::CommandPattern;
+use super::rules::Regexes;
 use super::tools::{ToolInfo, ToolSet};
-use super::{Decision, Policy, RuleOrigin, UnknownToolDecision};
+use super::{Policy, RuleOrigin, UnknownToolDecision};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
 use crate::config::parse::display_path;
-use crate::config::policy_file::{CommandEntry, Mode, UnlessSpec};
+use crate::config::policy_file::Mode;
 use crate::config::{Loaded, PolicyLayer};
 use crate::workspace::GlobList;
 
@@ -490,324 +488,6 @@ impl Compiler {
             root_sets,
             deny: std::sync::Arc::new(GlobList::new(&deny).unwrap_or_default()),
             read_only: GlobList::new(&read_only).unwrap_or_default(),
-        }
-    }
-
-    fn commands(&mut self, layers: &[PolicyLayer]) -> CommandRules {
-        let mut rules = CommandRules::default();
-        let (mut unparsed, mut default) = (None::<Decision>, None::<Decision>);
-        let mut inline_code = None::<Decision>;
-        let mut listed = Vec::new();
-        for layer in layers {
-            if let Some(c) = &layer.policy.commands {
-                listed.extend(c.variables.iter().cloned());
-            }
-        }
-        let (variables, unset) = commands::known_variables(&listed);
-        for layer in layers {
-            let Some(c) = &layer.policy.commands else {
-                continue;
-            };
-            for (i, name) in c.variables.iter().enumerate() {
-                if !commands::is_variable_name(name) {
-                    self.err(
-                        layer,
-                        &format!("commands.variables.{i}"),
-                        format!("`{name}` is not a variable name"),
-                        "write the name without `$`, e.g. `TMPDIR`",
-                    );
-                }
-            }
-            for (list, entries, into) in [
-                ("allow", &c.allow, &mut rules.allow),
-                ("ask", &c.ask, &mut rules.ask),
-                ("deny", &c.deny, &mut rules.deny),
-            ] {
-                for (i, entry) in entries.iter().enumerate() {
-                    let at = format!("commands.{list}.{i}");
-                    let exact = matches!(entry, CommandEntry::Detailed(d) if d.exact);
-                    match CommandPattern::parse_with(entry.pattern(), exact) {
-                        Ok(pattern) => {
-                            // The object form is taken as written for the new
-                            // reading; a plain string may predate it.
-                            if pattern.has_double_dash()
-                                && matches!(entry, CommandEntry::Pattern(_))
-                            {
-                                let pos = layer.map.value(&at);
-                                self.warnings.push(Diagnostic::new(&layer.file.name, pos, format!("command pattern `{}` in `commands.{list}` contains `--`, which is now a word the command must contain (before, it was dropped and the pattern matched without it)", entry.pattern()))
-                                    .with_help("to match only commands that have `--` (e.g. `git checkout -- FILE`), write the entry as `{ pattern: \"…\" }`, which silences this warning; remove the `--` to match the program with any arguments"));
-                            }
-                            let (id, reason) = match entry {
-                                CommandEntry::Pattern(p) => (format!("commands.{list}[{p}]"), None),
-                                CommandEntry::Detailed(d) => (
-                                    d.id.clone().unwrap_or_else(|| {
-                                        format!("commands.{list}[{}]", d.pattern)
-                                    }),
-                                    d.reason.clone(),
-                                ),
-                            };
-                            let unless = match entry {
-                                CommandEntry::Detailed(d) => match &d.unless {
-                                    Some(u) => {
-                                        self.unless(layer, &at, &pattern, u, &listed, &variables)
-                                    }
-                                    None => Unless::default(),
-                                },
-                                CommandEntry::Pattern(_) => Unless::default(),
-                            };
-                            let mode = match entry {
-                                CommandEntry::Detailed(d) => d.mode,
-                                CommandEntry::Pattern(_) => None,
-                            };
-                            self.origin(&id, layer, &at);
-                            into.push(CommandRule {
-                                pattern,
-                                id,
-                                reason,
-                                unless,
-                                audit: self.is_audit(layer, mode),
-                            });
-                        }
-                        Err(e) => {
-                            let pos = layer.map.value(&at);
-                            self.diags.push(Diagnostic::new(&layer.file.name, pos, format!("invalid command pattern `{}` in `commands.{list}`: {e}", entry.pattern()))
-                                .with_help("write one simple command per entry, as words: e.g. `git push --force`"));
-                        }
-                    }
-                }
-            }
-            // The strictest setting decides; name the first layer that has it.
-            for (key, set, so_far) in [
-                ("commands.unparsed", c.unparsed, unparsed),
-                ("commands.default", c.default, default),
-                ("commands.inline_code", c.inline_code, inline_code),
-            ] {
-                if set.is_some() && set > so_far {
-                    self.origins.retain(|(id, _)| id != key);
-                    self.origin(key, layer, key);
-                }
-            }
-            unparsed = unparsed.max(c.unparsed);
-            default = default.max(c.default);
-            inline_code = inline_code.max(c.inline_code);
-        }
-        rules.unparsed = unparsed.unwrap_or(Decision::Deny);
-        rules.default = default.unwrap_or(Decision::Ask);
-        rules.inline_code = inline_code;
-        rules.variables = crate::policy::shell::KnownVariables {
-            values: variables,
-            unset,
-        };
-        rules.exec = exec::compile_exec(layers, &mut self.diags);
-        rules
-    }
-
-    /// Compiles one entry's `unless:`; problems are reported at `at.unless`.
-    fn unless(
-        &mut self,
-        layer: &PolicyLayer,
-        at: &str,
-        pattern: &CommandPattern,
-        spec: &UnlessSpec,
-        listed: &[String],
-        variables: &std::collections::BTreeMap<String, String>,
-    ) -> Unless {
-        let mut out = Unless::default();
-        for (i, flag) in spec.flags.iter().enumerate() {
-            match pattern.fold_policy_flag(flag) {
-                Some(folded) => out.flags.push(folded),
-                None => self.err(
-                    layer,
-                    &format!("{at}.unless.flags.{i}"),
-                    format!("`{flag}` is not a single flag"),
-                    "write one flag per item, as the command spells it: `-n`, `--dry-run`",
-                ),
-            }
-        }
-        for (i, dir) in spec.operands_under.iter().enumerate() {
-            match commands::substitute_dir(dir, listed, variables) {
-                Ok(Some(resolved)) => out.operands_under.push(resolved),
-                // A listed variable that is unset: nothing is under it.
-                Ok(None) => {}
-                Err(e) => self.err(
-                    layer,
-                    &format!("{at}.unless.operands_under.{i}"),
-                    e,
-                    "list the variable in `commands.variables`, or write the directory itself",
-                ),
-            }
-        }
-        out
-    }
-
-    fn rules(&mut self, layers: &[PolicyLayer]) -> RuleSet {
-        let mut out = RuleSet::default();
-        for layer in layers {
-            let mut ids = HashSet::new();
-            for (i, spec) in layer.policy.rules.iter().enumerate() {
-                let at = format!("rules.{i}");
-                if spec.id.trim().is_empty() {
-                    self.err(
-                        layer,
-                        &format!("{at}.id"),
-                        "rule id is empty",
-                        "give the rule a short unique id such as `no-large-writes`",
-                    );
-                    continue;
-                }
-                if !ids.insert(spec.id.clone()) {
-                    self.err(
-                        layer,
-                        &format!("{at}.id"),
-                        format!("duplicate rule id `{}`", spec.id),
-                        "give every rule in a file its own id",
-                    );
-                }
-                self.origin(&spec.id, layer, &at);
-                let identities = match &spec.identities {
-                    None => None,
-                    Some(globs) => {
-                        match self.identity_globs(layer, globs, &format!("{at}.identities")) {
-                            Some(set) => Some(set),
-                            None => continue, // reported
-                        }
-                    }
-                };
-                // Which tools: the named ones, or every tool that has the arguments.
-                let named = spec
-                    .tools
-                    .as_ref()
-                    .map(|list| self.check_tool_names(layer, list, &format!("{at}.tools")));
-                if named.as_ref().is_some_and(Vec::is_empty) {
-                    continue; // every name was unknown: already reported
-                }
-                let candidates: Vec<&ToolInfo> = match &named {
-                    Some(list) => list.iter().filter_map(|n| self.tools.get(n)).collect(),
-                    None => self.tools.tools.values().collect(),
-                };
-                let arg_types = arg_types_of(&candidates, named.is_some());
-                let mut errors = Vec::new();
-                let cond = compile_condition_with(
-                    &spec.when,
-                    &format!("{at}.when"),
-                    &arg_types,
-                    None,
-                    self.regexes(),
-                    &mut errors,
-                );
-                for (path, message, help) in errors {
-                    let message = format!("rule `{}`: {message}", spec.id);
-                    err_at(&mut self.diags, layer, &path, message, help);
-                }
-                let Some(cond) = cond else { continue };
-                let args = cond.args();
-                let tools: Vec<String> = candidates
-                    .iter()
-                    .filter(|t| args.iter().all(|a| t.arg_types(a).is_some()))
-                    .map(|t| t.name().to_string())
-                    .collect();
-                if tools.is_empty() {
-                    err_at(&mut self.diags, layer, &format!("{at}.when"), format!("rule `{}` applies to no tool: no manifest has all of its arguments ({})", spec.id, args.join(", ")), "add `tools:` or use arguments the tools have");
-                    continue;
-                }
-                let path_args: Vec<String> = tools
-                    .iter()
-                    .filter_map(|t| self.tools.get(t))
-                    .flat_map(|t| t.path_args.iter().map(|(a, _)| a.clone()))
-                    .collect();
-                let lexical_key = |arg: &str, raw: &str| -> Option<String> {
-                    path_args
-                        .iter()
-                        .any(|a| a == arg)
-                        .then(|| lexical_relative(raw))
-                };
-                // The embedded default's examples are run by this crate's tests;
-                // re-running them (one builds a 2 MB string) would only slow a cold start.
-                let trusted =
-                    self.proven || layer.file.text == crate::config::embedded_default_policy();
-                if let Some(ex) = spec.examples.as_ref().filter(|_| !trusted) {
-                    for (kind, list, want) in [
-                        ("match", &ex.matching, true),
-                        ("not_match", &ex.not_match, false),
-                    ] {
-                        for (j, example) in list.iter().enumerate() {
-                            let expanded = expand_placeholders(&Value::Object(example.clone()));
-                            let got = expanded
-                                .as_object()
-                                .is_some_and(|a| cond.eval(a, &lexical_key));
-                            if got != want {
-                                let shown = serde_json::to_string(example).unwrap_or_default();
-                                let (msg, help) =
-                                    example_failure(&format!("rule `{}`", spec.id), &shown, want);
-                                err_at(
-                                    &mut self.diags,
-                                    layer,
-                                    &format!("{at}.examples.{kind}.{j}"),
-                                    msg,
-                                    help,
-                                );
-                            }
-                        }
-                    }
-                }
-                out.rules.push(Rule {
-                    id: spec.id.clone(),
-                    identities,
-                    tools,
-                    cond,
-                    decision: spec.decision,
-                    reason: spec.reason.clone(),
-                    terminate: spec.terminate,
-                    audit: self.is_audit(layer, spec.mode),
-                });
-            }
-        }
-        out
-    }
-
-    /// `rules[].identities`: globs over identity names (`*` matches any
-    /// characters). `None` when one is invalid (reported).
-    fn identity_globs(
-        &mut self,
-        layer: &PolicyLayer,
-        globs: &[String],
-        at: &str,
-    ) -> Option<globset::GlobSet> {
-        if globs.is_empty() {
-            self.err(layer, at, "`identities` is empty, so the rule would apply to nobody", "list identities (token ids or JWT identities, globs allowed), or remove `identities` to apply the rule to every caller");
-            return None;
-        }
-        let mut set = globset::GlobSetBuilder::new();
-        for (i, g) in globs.iter().enumerate() {
-            match globset::GlobBuilder::new(g)
-                .literal_separator(false)
-                .build()
-            {
-                Ok(glob) => {
-                    set.add(glob);
-                }
-                Err(e) => {
-                    self.err(
-                        layer,
-                        &format!("{at}.{i}"),
-                        format!("invalid identity glob `{g}`: {e}"),
-                        "write an identity such as `ci-bot`, or a glob such as `ci-*`",
-                    );
-                    return None;
-                }
-            }
-        }
-        match set.build() {
-            Ok(s) => Some(s),
-            Err(e) => {
-                self.err(
-                    layer,
-                    at,
-                    format!("invalid identity globs: {e}"),
-                    "simplify the globs",
-                );
-                None
-            }
         }
     }
 
