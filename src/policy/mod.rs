@@ -26,6 +26,7 @@ pub mod paths;
 pub mod redact;
 pub mod results;
 pub mod rules;
+mod rules_compile;
 mod rules_prefilter;
 mod rules_regex;
 pub mod sandbox;

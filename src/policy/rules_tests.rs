@@ -1,6 +1,19 @@
 //! Tests of the argument and result conditions.
 
 use super::*;
+use crate::config::condition::Condition;
+use crate::policy::rules_compile::{compile_condition_with, Regexes};
+
+/// A condition compiled as at load (regexes now).
+fn compile_condition(
+    cond: &Condition,
+    at: &str,
+    arg_types: ArgTypes<'_>,
+    results: Option<ResultScope<'_>>,
+    errors: &mut Vec<CondError>,
+) -> Option<Cond> {
+    compile_condition_with(cond, at, arg_types, results, Regexes::Now, errors)
+}
 
 fn compile(yaml: &str, types: &[(&str, &str)]) -> Result<Cond, Vec<CondError>> {
     let cond: Condition = serde_yaml::from_str(yaml).unwrap();

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use super::paths::{PathRules, RootSet};
-use super::rules::Regexes;
+use super::rules_compile::Regexes;
 use super::tools::{ToolInfo, ToolSet};
 use super::{Policy, RuleOrigin, UnknownToolDecision};
 use crate::config::diagnostics::{Diagnostic, Diagnostics, Position};
@@ -507,7 +507,7 @@ impl Compiler {
 }
 
 /// The JSON types of an argument across a rule's candidate tools, for
-/// [`super::rules::compile_condition`]: `None` when no tool has it, or, when the rule names
+/// [`super::rules_compile::compile_condition_with`]: `None` when no tool has it, or, when the rule names
 /// its tools (`every`), when one of them lacks it.
 fn arg_types_of<'a>(
     candidates: &'a [&'a ToolInfo],

@@ -1,5 +1,5 @@
 //! Compiling `results:` (after-rules on results): ids, tools, the condition
-//! through the same [`crate::policy::rules::compile_condition`] as `rules:`, the actions, and the
+//! through the same [`crate::policy::rules_compile::compile_condition_with`] as `rules:`, the actions, and the
 //! examples checked at load.
 
 use std::collections::HashSet;
@@ -10,9 +10,8 @@ use super::{arg_types_of, err_at, example_failure, lexical_relative, Compiler};
 use crate::config::results_file::{ResultActionsSpec, ResultExample, ResultRuleSpec};
 use crate::config::PolicyLayer;
 use crate::policy::results::{ResultActions, ResultRule, ResultRules};
-use crate::policy::rules::{
-    compile_condition_with, expand_placeholders, Cond, ResultFacts, ResultScope,
-};
+use crate::policy::rules::{expand_placeholders, Cond, ResultFacts, ResultScope};
+use crate::policy::rules_compile::compile_condition_with;
 use crate::policy::tools::ToolInfo;
 
 impl Compiler {

@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::{arg_types_of, err_at, example_failure, lexical_relative, Compiler};
 use crate::config::PolicyLayer;
-use crate::policy::rules::{compile_condition_with, expand_placeholders, Rule, RuleSet};
+use crate::policy::rules::{expand_placeholders, Rule, RuleSet};
+use crate::policy::rules_compile::compile_condition_with;
 use crate::policy::tools::ToolInfo;
 
 impl Compiler {
