@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+pub mod arena;
 #[cfg(feature = "bridge")]
 pub mod bridge;
 #[cfg(feature = "cli")]

@@ -132,11 +132,70 @@ pub fn fast_parse() -> Option<HookCommand> {
     if std::env::args_os().nth(1).is_none_or(|a| a != "hook") {
         return None;
     }
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(command) = plain_hook_args(&args) {
+        return Some(command);
+    }
     match HookCli::try_parse() {
         Ok(HookCli {
             command: HookOnly::Hook { command },
         }) => Some(command),
         Err(_) => None,
+    }
+}
+
+/// The command line an agent CLI runs, read without building clap's
+/// command (a tenth of what was left of a hook's own work): `hook`, the
+/// agent, then `--flag value` pairs of [`HookArgs`]' flags, each at most
+/// once, with UTF-8 values that are not empty and do not start with `-`
+/// (`--deadline-ms` digits only). Anything else is `None` and goes to clap,
+/// which gives the same result or the usual message; a test checks both
+/// agree.
+fn plain_hook_args(args: &[std::ffi::OsString]) -> Option<HookCommand> {
+    let mut it = args.iter();
+    if it.next()? != "hook" {
+        return None;
+    }
+    let agent = it.next()?;
+    let mut parsed = HookArgs {
+        policies: None,
+        manifests: None,
+        workspace: None,
+        deadline_ms: 5000,
+        input: None,
+    };
+    let mut deadline_given = false;
+    while let Some(flag) = it.next() {
+        let value = it.next()?;
+        let text = value.to_str()?;
+        if text.is_empty() || text.starts_with('-') {
+            return None;
+        }
+        let slot = match flag.to_str()? {
+            "--policies" => &mut parsed.policies,
+            "--manifests" => &mut parsed.manifests,
+            "--workspace" => &mut parsed.workspace,
+            "--input" => &mut parsed.input,
+            "--deadline-ms" if !deadline_given => {
+                if text.len() > 20 || !text.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                parsed.deadline_ms = text.parse().ok()?;
+                deadline_given = true;
+                continue;
+            }
+            _ => return None,
+        };
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(PathBuf::from(value));
+    }
+    match agent.to_str()? {
+        "claude" => Some(HookCommand::Claude(parsed)),
+        "codex" => Some(HookCommand::Codex(parsed)),
+        "gemini" => Some(HookCommand::Gemini(parsed)),
+        _ => None,
     }
 }
 
@@ -148,6 +207,10 @@ pub fn run(command: HookCommand) -> ExitCode {
         HookCommand::Gemini(a) => (Agent::Gemini, a),
         HookCommand::Install(a) => return run_install(&a),
     };
+    // This process decides one call and exits: small blocks need no
+    // bookkeeping from here on (used when the binary's allocator is
+    // `toolgate::arena::Arena`).
+    crate::arena::enable();
     ExitCode::from(answer(agent, &args))
 }
 
@@ -252,5 +315,93 @@ fn inject_fault(deadline_ms: u64) {
         Ok("panic") => panic!("injected fault (TOOLGATE_HOOK_FAULT=panic)"),
         Ok("stall") => std::thread::sleep(Duration::from_millis(deadline_ms.saturating_mul(10))),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clap(args: &[&str]) -> Option<String> {
+        let argv = std::iter::once("toolgate").chain(args.iter().copied());
+        match HookCli::try_parse_from(argv) {
+            Ok(HookCli {
+                command: HookOnly::Hook { command },
+            }) => Some(format!("{command:?}")),
+            Err(_) => None,
+        }
+    }
+
+    fn plain(args: &[&str]) -> Option<String> {
+        let args: Vec<std::ffi::OsString> = args.iter().map(|a| a.into()).collect();
+        plain_hook_args(&args).map(|c| format!("{c:?}"))
+    }
+
+    #[test]
+    fn plain_hook_arguments_read_as_clap_reads_them() {
+        let common: &[&[&str]] = &[
+            &["hook", "claude"],
+            &["hook", "codex"],
+            &["hook", "gemini"],
+            &["hook", "claude", "--policies", "/p/x.yaml"],
+            &["hook", "gemini", "--manifests", "m", "--workspace", "/w"],
+            &[
+                "hook",
+                "codex",
+                "--input",
+                "in.json",
+                "--deadline-ms",
+                "250",
+            ],
+            &[
+                "hook",
+                "claude",
+                "--deadline-ms",
+                "0",
+                "--policies",
+                "a b",
+                "--input",
+                "i",
+            ],
+            &[
+                "hook",
+                "claude",
+                "--workspace",
+                "/w",
+                "--manifests",
+                "m",
+                "--policies",
+                "p",
+            ],
+            &["hook", "claude", "--deadline-ms", "18446744073709551615"],
+        ];
+        for args in common {
+            let ours = plain(args);
+            assert!(ours.is_some(), "{args:?} is read without clap");
+            assert_eq!(ours, clap(args), "{args:?}");
+        }
+        // Left to clap (which reads some and refuses others).
+        let others: &[&[&str]] = &[
+            &[],
+            &["hook"],
+            &["check"],
+            &["hook", "install", "claude"],
+            &["hook", "claud"],
+            &["hook", "claude", "--help"],
+            &["hook", "claude", "--policies"],
+            &["hook", "claude", "--policies", ""],
+            &["hook", "claude", "--policies", "-x"],
+            &["hook", "claude", "--policies=p"],
+            &["hook", "claude", "--policies", "a", "--policies", "b"],
+            &["hook", "claude", "--deadline-ms", "+5"],
+            &["hook", "claude", "--deadline-ms", "5ms"],
+            &["hook", "claude", "--deadline-ms", "1", "--deadline-ms", "2"],
+            &["hook", "claude", "--deadline-ms", "18446744073709551616"],
+            &["hook", "claude", "extra"],
+            &["hook", "claude", "--input", "x", "--", "y"],
+        ];
+        for args in others {
+            assert_eq!(plain(args), None, "{args:?}");
+        }
     }
 }

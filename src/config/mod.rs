@@ -340,11 +340,13 @@ fn load_embedded_policy(
         path: None,
         text: embedded::DEFAULT_POLICY.to_string(),
     };
-    // The JSON form is build.rs's conversion of the same text; should it
-    // ever fail to read, the YAML is the source of truth.
-    let parsed = match serde_json::from_str(embedded::DEFAULT_POLICY_JSON) {
-        Ok(value) => parse::policy_value(&file, value),
-        Err(_) => parse::policy(&file),
+    // The JSON form is build.rs's conversion of the same text, read
+    // straight into its types (no generic value, no path tracking: a test
+    // proves it reads as the YAML does); should it ever fail to read, the
+    // YAML is the source of truth and reports what is wrong.
+    let parsed = match embedded::default_policy_from_json() {
+        Some(policy) => Ok((policy, yaml::SourceMap::build(&file.text))),
+        None => parse::policy(&file),
     };
     match parsed {
         Ok((policy, map)) => layers.push(PolicyLayer { file, map, policy }),

@@ -85,6 +85,7 @@ fn compile_proven(
     let proven = stamp.as_ref().is_some_and(|s| s.found());
     let options = CompileOptions {
         proven,
+        skip_origins: true,
         ..CompileOptions::default()
     };
     let compiled = crate::compile(loaded, &options);

@@ -171,11 +171,13 @@ pub fn required_literal(pattern: &str) -> String {
 /// with `**` only as a whole path component: globset compiles every such
 /// glob, so it need not be compiled just to be checked.
 pub fn is_plain_glob(pattern: &str) -> bool {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || "._-+@=~/*?".contains(c);
-    pattern.chars().all(allowed)
-        && pattern
-            .split('/')
-            .all(|component| component == "**" || !component.contains("**"))
+    // By byte: a byte of a non-ASCII character is neither (as the
+    // character is neither).
+    let allowed = |b: u8| matches!(b, b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'_' | b'-' | b'+' | b'@' | b'=' | b'~' | b'/' | b'*' | b'?');
+    pattern.bytes().all(allowed)
+        && pattern.split('/').all(|component| {
+            component == "**" || !component.as_bytes().windows(2).any(|w| w == b"**")
+        })
 }
 
 /// Compiles one glob the way every toolgate glob works.
@@ -232,6 +234,30 @@ mod tests {
         assert!(!is_plain_glob("a**"));
         assert!(!is_plain_glob("[ab]"));
         assert!(is_plain_glob("**/.ssh/**"));
+        assert!(is_plain_glob("a+b@c=d~e_F9.x-y"));
+        // The byte-wise check says what the first, character-wise one said.
+        let reference = |p: &str| {
+            let allowed = |c: char| c.is_ascii_alphanumeric() || "._-+@=~/*?".contains(c);
+            p.chars().all(allowed) && p.split('/').all(|c| c == "**" || !c.contains("**"))
+        };
+        let mut words = vec![String::new()];
+        for _ in 0..4 {
+            words = words
+                .iter()
+                .flat_map(|w| {
+                    ["*", "/", "a", "Z", "9", "é", "[", " ", "+"].map(|c| format!("{w}{c}"))
+                })
+                .collect();
+            for w in &words {
+                assert_eq!(is_plain_glob(w), reference(w), "{w:?}");
+            }
+        }
+        for p in &patterns {
+            assert_eq!(is_plain_glob(p), reference(p), "{p:?}");
+        }
+        for not_plain in ["é*", "*.ﬁ", "a{b,c}", "a\\*", "a b", "a!", "\u{0}", "a,b"] {
+            assert!(!is_plain_glob(not_plain), "{not_plain:?}");
+        }
     }
 
     #[test]

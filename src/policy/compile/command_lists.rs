@@ -43,7 +43,8 @@ impl Compiler {
                 ("deny", &c.deny, &mut rules.deny),
             ] {
                 for (i, entry) in entries.iter().enumerate() {
-                    let at = format!("commands.{list}.{i}");
+                    // Where the entry is, for diagnostics and origins only.
+                    let at = || format!("commands.{list}.{i}");
                     let exact = matches!(entry, CommandEntry::Detailed(d) if d.exact);
                     match CommandPattern::parse_with(entry.pattern(), exact) {
                         Ok(pattern) => {
@@ -52,15 +53,17 @@ impl Compiler {
                             if pattern.has_double_dash()
                                 && matches!(entry, CommandEntry::Pattern(_))
                             {
-                                let pos = layer.map.value(&at);
+                                let pos = layer.map.value(&at());
                                 self.warnings.push(Diagnostic::new(&layer.file.name, pos, format!("command pattern `{}` in `commands.{list}` contains `--`, which is now a word the command must contain (before, it was dropped and the pattern matched without it)", entry.pattern()))
                                     .with_help("to match only commands that have `--` (e.g. `git checkout -- FILE`), write the entry as `{ pattern: \"…\" }`, which silences this warning; remove the `--` to match the program with any arguments"));
                             }
                             let (id, reason) = match entry {
-                                CommandEntry::Pattern(p) => (format!("commands.{list}[{p}]"), None),
+                                CommandEntry::Pattern(p) => {
+                                    (["commands.", list, "[", p, "]"].concat(), None)
+                                }
                                 CommandEntry::Detailed(d) => (
                                     d.id.clone().unwrap_or_else(|| {
-                                        format!("commands.{list}[{}]", d.pattern)
+                                        ["commands.", list, "[", &d.pattern, "]"].concat()
                                     }),
                                     d.reason.clone(),
                                 ),
@@ -68,7 +71,7 @@ impl Compiler {
                             let unless = match entry {
                                 CommandEntry::Detailed(d) => match &d.unless {
                                     Some(u) => {
-                                        self.unless(layer, &at, &pattern, u, &listed, &variables)
+                                        self.unless(layer, &at(), &pattern, u, &listed, &variables)
                                     }
                                     None => Unless::default(),
                                 },
@@ -78,7 +81,9 @@ impl Compiler {
                                 CommandEntry::Detailed(d) => d.mode,
                                 CommandEntry::Pattern(_) => None,
                             };
-                            self.origin(&id, layer, &at);
+                            if !self.skip_origins {
+                                self.origin(&id, layer, &at());
+                            }
                             into.push(CommandRule {
                                 pattern,
                                 id,
@@ -88,7 +93,7 @@ impl Compiler {
                             });
                         }
                         Err(e) => {
-                            let pos = layer.map.value(&at);
+                            let pos = layer.map.value(&at());
                             self.diags.push(Diagnostic::new(&layer.file.name, pos, format!("invalid command pattern `{}` in `commands.{list}`: {e}", entry.pattern()))
                                 .with_help("write one simple command per entry, as words: e.g. `git push --force`"));
                         }

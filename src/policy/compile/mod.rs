@@ -50,6 +50,11 @@ pub struct CompileOptions {
     /// process that decides and exits (a hook); never set it from anything
     /// but a stamp found for the files being compiled.
     pub proven: bool,
+    /// Do not record where each rule is written
+    /// ([`Policy::rule_origin`](crate::policy::Policy::rule_origin), read by
+    /// `explain` only): for a process that decides and exits (a hook).
+    /// Decisions and reasons do not depend on it.
+    pub skip_origins: bool,
 }
 
 /// Compiles loaded files into one policy, or reports every problem.
@@ -69,6 +74,7 @@ pub fn compile(loaded: &Loaded, options: &CompileOptions) -> Result<Policy, Diag
         warnings: Vec::new(),
         enforce_audit: options.enforce_audit,
         proven: options.proven,
+        skip_origins: options.skip_origins,
         origins: Vec::new(),
         pending_prefixes: upstream.pending_prefixes,
         profiles: BTreeMap::new(),
@@ -190,6 +196,8 @@ struct Compiler {
     enforce_audit: bool,
     /// [`CompileOptions::proven`].
     proven: bool,
+    /// [`CompileOptions::skip_origins`].
+    skip_origins: bool,
     /// Where each rule id is written (see [`RuleOrigin`]).
     origins: Vec<(String, RuleOrigin)>,
     /// Prefixes of upstream servers whose tools are not listed yet.
@@ -251,6 +259,9 @@ impl Compiler {
     /// Records that rule `id` is written at `at` in `layer`; the first
     /// place wins (the same id in two layers names the first).
     fn origin(&mut self, id: &str, layer: &PolicyLayer, at: &str) {
+        if self.skip_origins {
+            return;
+        }
         // Appended, not searched (a hook start records ~100 of these): the
         // first entry for an id is the one `Policy::rule_origin` finds.
         self.origins.push((
@@ -430,9 +441,17 @@ impl Compiler {
 
     fn globs(&mut self, layer: &PolicyLayer, list: &[String], path: &str, into: &mut Vec<String>) {
         for (i, g) in list.iter().enumerate() {
-            match crate::workspace::compile_glob(g) {
-                Ok(_) => {
-                    self.origin(&format!("{path}[{g}]"), layer, &format!("{path}.{i}"));
+            // A plain glob cannot fail to compile (`is_plain_glob`), so it is
+            // not compiled just to be checked; the others are.
+            let checked = match crate::workspace::is_plain_glob(g) {
+                true => Ok(()),
+                false => crate::workspace::compile_glob(g).map(drop),
+            };
+            match checked {
+                Ok(()) => {
+                    if !self.skip_origins {
+                        self.origin(&[path, "[", g, "]"].concat(), layer, &format!("{path}.{i}"));
+                    }
                     into.push(g.clone())
                 }
                 Err(e) => self.err(
@@ -589,5 +608,81 @@ mod tests {
         let mut loaded = crate::config::load(&crate::config::ConfigPaths::default()).unwrap();
         loaded.layers = vec![crate::config::PolicyLayer { file, map, policy }];
         compile(&loaded, &CompileOptions::default()).unwrap();
+    }
+
+    fn compile_text(text: &str, options: &CompileOptions) -> Result<Policy, Diagnostics> {
+        let loaded = crate::config::load_text("p.yaml", text, std::path::Path::new("."), None)?;
+        compile(&loaded, options)
+    }
+
+    #[test]
+    fn skipping_origins_changes_nothing_else() {
+        let text = format!(
+            "{}\nrules:\n  - {{ id: big, tools: [write], when: {{ arg: content, larger_than: 1MB }}, decision: ask, reason: r }}\n",
+            "version: 1\nextends: [\"builtin:default\"]\npaths:\n  deny: [\"**/*.{pem,crt}\"]\ncommands:\n  deny: [\"git push -f\", { pattern: \"rm -r\", unless: { flags: [\"-i\"] } }]"
+        );
+        let full = compile_text(&text, &CompileOptions::default()).unwrap();
+        let skip = CompileOptions {
+            skip_origins: true,
+            ..CompileOptions::default()
+        };
+        let mut lean = compile_text(&text, &skip).unwrap();
+        assert!(full.rule_origin("commands.deny[git push -f]").is_some());
+        assert!(full.rule_origin("paths.deny[**/*.{pem,crt}]").is_some());
+        assert!(full.rule_origin("big").is_some());
+        assert!(lean.origins.is_empty());
+        lean.origins = full.origins.clone();
+        // Field by field (the tool set holds hash maps, printed in no fixed
+        // order).
+        for (a, b) in [
+            (
+                format!("{:?}", lean.commands),
+                format!("{:?}", full.commands),
+            ),
+            (format!("{:?}", lean.paths), format!("{:?}", full.paths)),
+            (format!("{:?}", lean.rules), format!("{:?}", full.rules)),
+            (format!("{:?}", lean.results), format!("{:?}", full.results)),
+            (format!("{:?}", lean.limits), format!("{:?}", full.limits)),
+            (format!("{:?}", lean.sandbox), format!("{:?}", full.sandbox)),
+            (
+                format!("{:?}", lean.warnings),
+                format!("{:?}", full.warnings),
+            ),
+            (lean.version.clone(), full.version.clone()),
+        ] {
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn every_glob_that_is_not_plain_is_still_checked() {
+        for (glob, ok) in [
+            ("**/*.pem", true),
+            ("src/**", true),
+            ("**/*.{pem,key}", true),
+            ("[a-z]*.rs", true),
+            ("[unclosed", false),
+            ("{a,b", false),
+            ("a[", false),
+        ] {
+            for list in ["deny", "read_only"] {
+                let text = format!("version: 1\npaths:\n  {list}: [\"x/**\", {glob:?}]\n");
+                for skip_origins in [false, true] {
+                    let options = CompileOptions {
+                        skip_origins,
+                        ..CompileOptions::default()
+                    };
+                    match compile_text(&text, &options) {
+                        Ok(_) => assert!(ok, "{glob} in {list} compiled"),
+                        Err(d) => {
+                            assert!(!ok, "{glob} in {list}: {}", d.to_human());
+                            let shown = d.to_human();
+                            assert!(shown.contains(&format!("invalid glob `{glob}`")), "{shown}");
+                            assert!(shown.contains("p.yaml:3:"), "{shown}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }
