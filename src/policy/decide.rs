@@ -82,7 +82,8 @@ pub struct CallFacts {
     pub shell: Option<ShellFacts>,
     /// Problems found while gathering (an argument of the wrong type).
     pub problems: Vec<Finding>,
-    /// The policy's roots, resolved against the workspace.
+    /// The policy's roots, resolved against the workspace; empty when the
+    /// tool has no path or command argument (nothing to check against them).
     pub roots: Vec<Vec<PathBuf>>,
     /// Who is calling (`rules[].identities` match it); `None` for calls
     /// without authentication.
@@ -177,7 +178,12 @@ pub fn gather_as(
     if status != ToolStatus::Active {
         return facts;
     }
-    facts.roots = policy.paths.resolved_roots(ws);
+    // The roots are read only to check path facts, which come from path
+    // arguments and a command argument: a tool with neither (an upstream
+    // tool without an `effects.paths` overlay) does not resolve them.
+    if !tool.path_args.is_empty() || tool.command_arg.is_some() {
+        facts.roots = policy.paths.resolved_roots(ws);
+    }
     for (arg, access) in &tool.path_args {
         match args.get(arg) {
             None | Some(Value::Null) => {}
@@ -543,3 +549,7 @@ impl Policy {
         decide(self, ws, &facts)
     }
 }
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;

@@ -170,6 +170,35 @@ pub fn now_rfc3339() -> String {
 
 /// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 fn rfc3339(secs: f64) -> String {
+    let fields = civil(secs);
+    let [year, month, day, h, m, s, ms] = fields;
+    if !(0..=9999).contains(&year) {
+        return format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z");
+    }
+    // Digit by digit: `format!` with padding was a visible part of a
+    // decision log line's cost.
+    let mut out = String::with_capacity(24);
+    for (n, (width, after)) in fields.into_iter().zip([
+        (4, '-'),
+        (2, '-'),
+        (2, 'T'),
+        (2, ':'),
+        (2, ':'),
+        (2, '.'),
+        (3, 'Z'),
+    ]) {
+        for place in (0..width).rev() {
+            let digit = n / 10_i64.pow(place) % 10;
+            out.push(char::from(b'0' + digit as u8));
+        }
+        out.push(after);
+    }
+    out
+}
+
+/// `secs` since the epoch as year, month, day, hour, minute, second and
+/// millisecond (UTC).
+fn civil(secs: f64) -> [i64; 7] {
     let millis = (secs * 1000.0) as i64;
     let (days, ms_of_day) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
     // Civil date from days since 1970-01-01 (proleptic Gregorian calendar),
@@ -183,13 +212,15 @@ fn rfc3339(secs: f64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s, ms) = (
+    [
+        year,
+        month,
+        day,
         ms_of_day / 3_600_000,
         ms_of_day / 60_000 % 60,
         ms_of_day / 1000 % 60,
         ms_of_day % 1000,
-    );
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+    ]
 }
 
 #[cfg(test)]
@@ -321,5 +352,23 @@ mod tests {
         assert_eq!(rfc3339(0.0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(951_782_400.5), "2000-02-29T00:00:00.500Z");
         assert_eq!(rfc3339(1_796_036_400.0), "2026-11-30T11:00:00.000Z");
+        assert_eq!(rfc3339(-1.0), "1969-12-31T23:59:59.000Z");
+        assert_eq!(rfc3339(253_402_300_800.0), "10000-01-01T00:00:00.000Z");
+    }
+
+    /// Written digit by digit, the same text `format!` with padding gives,
+    /// over four centuries in uneven steps.
+    #[test]
+    fn timestamps_match_the_padded_format() {
+        let mut secs = -86_400.0 * 400.0;
+        while secs < 13_000_000_000.0 {
+            let [year, month, day, h, m, s, ms] = civil(secs);
+            assert_eq!(
+                rfc3339(secs),
+                format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z"),
+                "{secs}"
+            );
+            secs += 86_399.123 * 3.7;
+        }
     }
 }

@@ -58,7 +58,14 @@ pub struct Redactor {
     rules: Vec<CompiledRule>,
     /// `None` when no rule has keywords.
     keywords: Option<Keywords>,
+    /// Scanners of finished texts, reset and reused: setting one up (a
+    /// state per rule) was most of the cost of redacting a short string.
+    scanners: Mutex<Vec<Scanner>>,
 }
+
+/// How many idle scanners a [`Redactor`] keeps (one per thread redacting at
+/// once is plenty).
+const KEPT_SCANNERS: usize = 8;
 
 impl fmt::Debug for Redactor {
     // Ids only: the regexes and automaton are large and say little in a log.
@@ -186,6 +193,7 @@ impl Redactor {
         Ok(Redactor {
             rules: compiled,
             keywords,
+            scanners: Mutex::default(),
         })
     }
 
@@ -351,8 +359,24 @@ impl Redactor {
 
     fn spans(&self, text: &str) -> Vec<Span> {
         let mut spans = Vec::new();
-        Scanner::new(self).advance(self, text, 0, true, &mut spans);
+        let kept = self.kept_scanners().pop();
+        let mut scanner = match kept {
+            Some(mut s) => {
+                s.reset(self);
+                s
+            }
+            None => Scanner::new(self),
+        };
+        scanner.advance(self, text, 0, true, &mut spans);
+        let mut kept = self.kept_scanners();
+        if kept.len() < KEPT_SCANNERS {
+            kept.push(scanner);
+        }
         spans
+    }
+
+    fn kept_scanners(&self) -> std::sync::MutexGuard<'_, Vec<Scanner>> {
+        self.scanners.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

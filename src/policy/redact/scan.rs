@@ -105,6 +105,37 @@ impl Scanner {
         }
     }
 
+    /// Back at the start of a text, as [`Scanner::new`] makes it, keeping
+    /// what it allocated (interval queues, capture slots) for reuse.
+    pub fn reset(&mut self, r: &Redactor) {
+        // Every field named, so a new one cannot be left out here.
+        let Scanner {
+            keyword_pos,
+            states,
+            groups,
+            overflow_start,
+        } = self;
+        *keyword_pos = 0;
+        groups.clear();
+        *overflow_start = 0;
+        for (state, rule) in states.iter_mut().zip(&r.rules) {
+            let RuleState {
+                intervals,
+                next,
+                block,
+                overflowing,
+                caps: _,
+            } = state;
+            intervals.clear();
+            if rule.keywords.is_empty() {
+                intervals.push_back((0, usize::MAX));
+            }
+            *next = 0;
+            *block = None;
+            *overflowing = false;
+        }
+    }
+
     /// Scans what `buf` (the text from `base` on) adds, appending every span
     /// that is now final to `spans`. `eof`: no text follows `buf`.
     pub fn advance(
@@ -142,6 +173,12 @@ impl Scanner {
             self.keyword_pos = below;
         }
         for rule in 0..r.rules.len() {
+            // Most rules have nothing to search (no keyword of theirs
+            // occurred): `progress` would return at once.
+            let state = &self.states[rule];
+            if state.block.is_none() && state.intervals.is_empty() {
+                continue;
+            }
             self.progress(r, rule, view, spans);
         }
     }
