@@ -83,7 +83,7 @@ pub struct CallFacts {
     /// Problems found while gathering (an argument of the wrong type).
     pub problems: Vec<Finding>,
     /// The policy's roots, resolved against the workspace; empty when the
-    /// tool has no path or command argument (nothing to check against them).
+    /// call has no path or command facts (nothing to check against them).
     pub roots: Vec<Vec<PathBuf>>,
     /// Who is calling (`rules[].identities` match it); `None` for calls
     /// without authentication.
@@ -178,12 +178,6 @@ pub fn gather_as(
     if status != ToolStatus::Active {
         return facts;
     }
-    // The roots are read only to check path facts, which come from path
-    // arguments and a command argument: a tool with neither (an upstream
-    // tool without an `effects.paths` overlay) does not resolve them.
-    if !tool.path_args.is_empty() || tool.command_arg.is_some() {
-        facts.roots = policy.paths.resolved_roots(ws);
-    }
     for (arg, access) in &tool.path_args {
         match args.get(arg) {
             None | Some(Value::Null) => {}
@@ -251,6 +245,13 @@ pub fn gather_as(
                 ),
             )),
         }
+    }
+    // The roots are read only to check path facts: a call with none (a tool
+    // without path or command arguments, such as most upstream tools) does
+    // not resolve them. Decided on the facts gathered, not on the tool's
+    // shape, because empty roots check nothing (fail open) for a path fact.
+    if !facts.paths.is_empty() || facts.shell.is_some() {
+        facts.roots = policy.paths.resolved_roots(ws);
     }
     facts
 }

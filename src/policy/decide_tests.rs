@@ -23,7 +23,7 @@ fn call(tool: &str, arguments: Value) -> ToolCall {
     }
 }
 
-/// The roots are resolved only for tools with path or command arguments,
+/// The roots are resolved for calls with path or command facts,
 /// and those calls are still held to them.
 #[test]
 fn roots_are_resolved_where_paths_are_checked() {
