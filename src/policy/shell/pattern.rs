@@ -2,6 +2,8 @@
 //! matched word by word against analyzed commands, with a small table of
 //! flag aliases so a synonym cannot sidestep a deny entry.
 
+use std::sync::OnceLock;
+
 use super::{basename, is_flag, SimpleCommand};
 
 /// Which way a pattern's positional words must line up with a command's.
@@ -63,14 +65,86 @@ impl IntoIterator for FlagSet {
 pub struct CommandPattern {
     text: String,
     program: String,
-    positional: Vec<String>,
-    flags: FlagSet,
     /// Flags compared as written: no alias folding (`exact: true`).
     exact: bool,
+    /// The words after the program; for a [plain](plain_words) pattern
+    /// read the first time a command runs `program` (a command is judged
+    /// against every list entry, nearly all for other programs).
+    words: OnceLock<Words>,
+}
+
+/// A pattern's words after its program.
+#[derive(Clone, Debug)]
+struct Words {
+    positional: Vec<String>,
+    flags: FlagSet,
     /// The git subcommand of `positional` (for flag aliases), found once.
     git: GitSub,
     /// Whether `positional` names a literal `--`, found once.
     double_dash: bool,
+}
+
+impl Words {
+    /// `args` (the words after the program) split and folded.
+    fn read(program: &str, exact: bool, args: &[&str]) -> Words {
+        let git = GitSub::of(program, args);
+        let fold_as = if exact { "" } else { program };
+        let (positional, flags) = split_words(fold_as, git, args.iter().copied());
+        let positional: Vec<String> = positional.into_iter().map(str::to_string).collect();
+        Words {
+            git: GitSub::of(program, &positional),
+            double_dash: positional.iter().any(|w| w == "--"),
+            positional,
+            flags,
+        }
+    }
+}
+
+/// The words of a pattern made only of letters, digits, `._+/=:@,%~^-` and
+/// spaces, whose first word names a program: such a pattern always parses
+/// (no quotes, escapes, operators or expansions for [`split_pattern`] to
+/// refuse), and its words are what [`split_pattern`] returns. `None` for
+/// every other pattern.
+fn plain_words(pattern: &str) -> Option<Vec<&str>> {
+    plain_program(pattern)?;
+    Some(pattern.split(' ').filter(|w| !w.is_empty()).collect())
+}
+
+/// The bytes of a [plain](plain_words) pattern.
+const PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        table[i] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b' ' | b'.'
+                    | b'_'
+                    | b'+'
+                    | b'/'
+                    | b'='
+                    | b':'
+                    | b'@'
+                    | b','
+                    | b'%'
+                    | b'~'
+                    | b'^'
+                    | b'-'
+            );
+        i += 1;
+    }
+    table
+};
+
+/// The program of a [plain](plain_words) pattern (its first word's
+/// basename); `None` for every other pattern.
+fn plain_program(pattern: &str) -> Option<&str> {
+    if !pattern.bytes().all(|b| PLAIN[usize::from(b)]) {
+        return None;
+    }
+    let program = basename(pattern.split(' ').find(|w| !w.is_empty())?);
+    (!program.is_empty() && !is_flag(program)).then_some(program)
 }
 
 /// The flag spellings that mean the same thing, so a deny entry cannot be
@@ -109,11 +183,11 @@ enum GitSub {
 }
 
 impl GitSub {
-    fn of(program: &str, words: &[String]) -> GitSub {
+    fn of(program: &str, words: &[impl AsRef<str>]) -> GitSub {
         if program != "git" {
             return GitSub::Other;
         }
-        let has = |w: &str| words.iter().any(|x| x == w);
+        let has = |w: &str| words.iter().any(|x| x.as_ref() == w);
         if has("push") {
             GitSub::Push
         } else if has("clean") {
@@ -176,6 +250,20 @@ impl CommandPattern {
     /// command's are compared as written, without the alias table
     /// (`--force-with-lease` and `-f` are then not `--force`).
     pub fn parse_with(pattern: &str, exact: bool) -> Result<Self, String> {
+        if let Some(program) = plain_program(pattern) {
+            // Cannot fail: the rest is read on first use.
+            return Ok(CommandPattern {
+                text: pattern.to_string(),
+                program: program.to_string(),
+                exact,
+                words: OnceLock::new(),
+            });
+        }
+        Self::parse_now(pattern, exact)
+    }
+
+    /// [`CommandPattern::parse_with`] with every word read now.
+    fn parse_now(pattern: &str, exact: bool) -> Result<Self, String> {
         let words = split_pattern(pattern)?;
         let Some(first) = words.first() else {
             return Err("empty command pattern: write a program name such as \"rm -rf\"".into());
@@ -186,18 +274,26 @@ impl CommandPattern {
                 "command pattern `{pattern}` must start with a program name, e.g. \"rm -rf\""
             ));
         }
-        let git = GitSub::of(&program, &words[1..]);
-        let fold_as = if exact { "" } else { program.as_str() };
-        let (positional, flags) = split_words(fold_as, git, words[1..].iter().map(String::as_str));
-        let positional: Vec<String> = positional.into_iter().map(str::to_string).collect();
+        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        let read = Words::read(&program, exact, &args);
         Ok(CommandPattern {
             text: pattern.to_string(),
-            git: GitSub::of(&program, &positional),
-            double_dash: positional.iter().any(|w| w == "--"),
-            positional,
             program,
-            flags,
             exact,
+            words: OnceLock::from(read),
+        })
+    }
+
+    /// The words after the program, read now if they were not yet.
+    fn words(&self) -> &Words {
+        self.words.get_or_init(|| {
+            // Only plain patterns are read late, and they always split.
+            let words = plain_words(&self.text).unwrap_or_default();
+            Words::read(
+                &self.program,
+                self.exact,
+                words.get(1..).unwrap_or_default(),
+            )
         })
     }
 
@@ -209,7 +305,20 @@ impl CommandPattern {
     /// True when the pattern names a literal `--` word (read differently
     /// before `--` became a word a command must contain).
     pub fn has_double_dash(&self) -> bool {
-        self.double_dash
+        match self.words.get() {
+            Some(words) => words.double_dash,
+            // A plain pattern not read yet: every `--` after the program
+            // is a positional word (`split_words`).
+            None => {
+                self.text.as_bytes().windows(2).any(|w| w == b"--")
+                    && self
+                        .text
+                        .split(' ')
+                        .filter(|w| !w.is_empty())
+                        .skip(1)
+                        .any(|w| w == "--")
+            }
+        }
     }
 
     /// The program the pattern names (its basename).
@@ -240,7 +349,7 @@ impl CommandPattern {
         } else {
             self.program.as_str()
         };
-        let (positional, flags) = split_words(program, self.git, std::iter::once(flag));
+        let (positional, flags) = split_words(program, self.words().git, std::iter::once(flag));
         if !positional.is_empty()
             || flags.len() != 1
             || (!flag.starts_with("--") && flag.len() != 2)
@@ -254,7 +363,7 @@ impl CommandPattern {
     }
 
     fn split_command<'c>(&self, cmd: &'c SimpleCommand) -> (Vec<&'c str>, FlagSet) {
-        let git = self.git;
+        let git = self.words().git;
         // Values of options (`git -c KEY=VALUE`) are neither flags nor
         // positional words.
         let args = cmd
@@ -299,7 +408,7 @@ impl CommandPattern {
             } else {
                 self.program.as_str()
             },
-            self.git,
+            self.words().git,
         );
         let at = match splits.done.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
@@ -309,18 +418,19 @@ impl CommandPattern {
             }
         };
         let (positional, flags) = &splits.done[at].1;
-        if !self.flags.is_subset(flags) {
+        let own = self.words();
+        if !own.flags.is_subset(flags) {
             return false;
         }
         // A `--` in the command only counts when the pattern names one.
-        let dash = self.double_dash;
+        let dash = own.double_dash;
         let mut words = positional.iter().filter(|w| dash || **w != "--");
         match mode {
-            MatchMode::Prefix => self
+            MatchMode::Prefix => own
                 .positional
                 .iter()
                 .all(|p| words.next() == Some(&p.as_str())),
-            MatchMode::Anywhere => self.positional.iter().all(|p| words.any(|c| c == p)),
+            MatchMode::Anywhere => own.positional.iter().all(|p| words.any(|c| c == p)),
         }
     }
 }
@@ -404,4 +514,105 @@ fn split_pattern(pattern: &str) -> Result<Vec<String>, String> {
         words.push(word);
     }
     Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy_patterns(name: &str, text: &str) -> Vec<String> {
+        let file = crate::config::SourceFile {
+            name: name.to_string(),
+            path: None,
+            text: text.to_string(),
+        };
+        let layer = crate::config::parse_policy(file).unwrap();
+        let c = layer.policy.commands.unwrap();
+        [c.allow, c.ask, c.deny]
+            .iter()
+            .flatten()
+            .map(|e| e.pattern().to_string())
+            .collect()
+    }
+
+    /// A pattern read on first use reads as it does when parsed at once.
+    #[test]
+    fn plain_patterns_read_late_read_as_parsed_now() {
+        let mut patterns = policy_patterns("default", crate::config::embedded_default_policy());
+        patterns.extend(policy_patterns(
+            "team",
+            include_str!("../../../benches/fixtures/team-policy/policies/team.yaml"),
+        ));
+        assert!(patterns.len() > 120, "{}", patterns.len());
+        for p in [
+            "git  push   --force",
+            " rm -rf -- ",
+            "/usr/bin/git push",
+            "git -c a=b push +main",
+            "git checkout -- .",
+            "mkfs.ext4 /dev/x",
+            "rm -R --recursive",
+            "git clean --dry-run -n",
+            "a,b:c@d%e~f^g",
+            "x --",
+            "-x",
+            "/",
+            "",
+            "   ",
+            "a\tb",
+            "git 'push'",
+            "rm *",
+        ] {
+            patterns.push(p.to_string());
+        }
+        let mut late = 0;
+        for p in &patterns {
+            for exact in [false, true] {
+                let now = CommandPattern::parse_now(p, exact);
+                let given = CommandPattern::parse_with(p, exact);
+                let (Ok(now), Ok(given)) = (&now, &given) else {
+                    assert_eq!(now.err(), given.err(), "{p:?}");
+                    continue;
+                };
+                if given.words.get().is_none() {
+                    late += 1;
+                    // Asked before the words are read, and after.
+                    assert_eq!(given.has_double_dash(), now.has_double_dash(), "{p:?}");
+                    assert!(given.words.get().is_none());
+                }
+                assert_eq!(given.program, now.program, "{p:?}");
+                assert_eq!(given.exact, now.exact, "{p:?}");
+                assert_eq!(
+                    format!("{:?}", given.words()),
+                    format!("{:?}", now.words()),
+                    "{p:?}"
+                );
+                assert_eq!(given.has_double_dash(), now.has_double_dash(), "{p:?}");
+            }
+        }
+        assert!(late > 200, "{late}");
+    }
+
+    /// What `plain_words` accepts, `split_pattern` splits the same way.
+    #[test]
+    fn plain_words_are_the_split_words() {
+        let alphabet = ["a", "-", " ", "/", "+", ".", "=", "\t", "'", "$", "é"];
+        let mut texts = vec![String::new()];
+        let mut plain = 0;
+        for _ in 0..5 {
+            texts = texts
+                .iter()
+                .flat_map(|t| alphabet.map(|c| format!("{t}{c}")))
+                .collect();
+            for t in &texts {
+                if let Some(words) = plain_words(t) {
+                    plain += 1;
+                    let split = split_pattern(t).expect("a plain pattern splits");
+                    assert_eq!(words, split, "{t:?}");
+                    assert!(CommandPattern::parse_now(t, false).is_ok(), "{t:?}");
+                }
+            }
+        }
+        assert!(plain > 1000, "{plain}");
+    }
 }
