@@ -282,11 +282,20 @@ struct Nibbles {
 }
 
 impl Nibbles {
-    fn with(mut self, b: &Beginning) -> Nibbles {
+    /// Those of one beginning.
+    fn of(b: &Beginning) -> Nibbles {
+        let mut n = Nibbles::default();
         for i in 0..WIDTH {
-            let (lo, hi) = nibbles(b.sets[i]);
-            self.lo[i] |= lo;
-            self.hi[i] |= hi;
+            (n.lo[i], n.hi[i]) = nibbles(b.sets[i]);
+        }
+        n
+    }
+
+    /// Both buckets' nibbles.
+    fn or(mut self, other: &Nibbles) -> Nibbles {
+        for i in 0..WIDTH {
+            self.lo[i] |= other.lo[i];
+            self.hi[i] |= other.hi[i];
         }
         self
     }
@@ -327,19 +336,22 @@ fn assign(beginnings: &[Beginning]) -> Option<Vec<Vec<Beginning>>> {
     order.sort_unstable();
     order.dedup();
     // The commonest first, while there are empty buckets to give them.
-    let mut order: Vec<(f64, Beginning)> = order
+    let mut order: Vec<(f64, Beginning, Nibbles)> = order
         .into_iter()
-        .map(|b| (Nibbles::default().with(&b).pass_rate(&freq), b))
+        .map(|b| {
+            let own = Nibbles::of(&b);
+            (own.pass_rate(&freq), b, own)
+        })
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let classes = order.iter().filter(|(_, b)| b.is_class()).count();
+    let classes = order.iter().filter(|(_, b, _)| b.is_class()).count();
     let mut buckets = vec![Vec::new(); BUCKETS];
     let mut nibbles = [Nibbles::default(); BUCKETS];
     let mut rates = [0.0f64; BUCKETS];
-    for (_, beginning) in order {
+    for (_, beginning, own) in order {
         let mut best = (f64::INFINITY, 0, Nibbles::default());
         for k in beginning.buckets(BUCKETS, classes) {
-            let with = nibbles[k].with(&beginning);
+            let with = nibbles[k].or(&own);
             let added = with.pass_rate(&freq) - rates[k];
             if added < best.0 {
                 best = (added, k, with);
@@ -372,9 +384,7 @@ pub(super) fn class_pass_rate(classes: &[ByteSet]) -> f64 {
     if permute::avx512_vbmi() {
         class_rate(classes)
     } else {
-        Nibbles::default()
-            .with(&Beginning::classes(classes))
-            .pass_rate(&byte_frequencies())
+        Nibbles::of(&Beginning::classes(classes)).pass_rate(&byte_frequencies())
     }
 }
 

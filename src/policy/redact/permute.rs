@@ -275,9 +275,15 @@ fn entries_of(set: ByteSet) -> u128 {
 struct Entries([u128; WIDTH]);
 
 impl Entries {
-    fn with(mut self, beginning: &Beginning) -> Entries {
-        for (entries, bytes) in self.0.iter_mut().zip(beginning.sets) {
-            *entries |= entries_of(bytes);
+    /// Those of one beginning.
+    fn of(beginning: &Beginning) -> Entries {
+        Entries(beginning.sets.map(entries_of))
+    }
+
+    /// Both buckets' entries.
+    fn or(mut self, other: &Entries) -> Entries {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a |= b;
         }
         self
     }
@@ -311,9 +317,12 @@ fn assign(beginnings: &[Beginning], folded: &[f64; 256]) -> Vec<Vec<Beginning>> 
     for (e, f) in freq.iter_mut().enumerate() {
         *f = (folded[e | 0x20] + folded[e | 0xA0]) / 2.0;
     }
-    let mut order: Vec<(f64, Beginning)> = beginnings
+    let mut order: Vec<(f64, Beginning, Entries)> = beginnings
         .iter()
-        .map(|b| (Entries::default().with(b).pass_rate(&freq), *b))
+        .map(|b| {
+            let own = Entries::of(b);
+            (own.pass_rate(&freq), *b, own)
+        })
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let classes = beginnings.iter().filter(|b| b.class).count();
@@ -321,10 +330,10 @@ fn assign(beginnings: &[Beginning], folded: &[f64; 256]) -> Vec<Vec<Beginning>> 
         let mut buckets = vec![Vec::new(); BUCKETS];
         let mut entries = vec![Entries::default(); count];
         let mut rates = vec![0.0f64; count];
-        for (_, beginning) in &order {
+        for (_, beginning, own) in &order {
             let mut best = (f64::INFINITY, 0, Entries::default());
             for k in beginning.buckets(count, classes) {
-                let with = entries[k].with(beginning);
+                let with = entries[k].or(own);
                 let added = with.pass_rate(&freq) - rates[k];
                 if added < best.0 {
                     best = (added, k, with);
