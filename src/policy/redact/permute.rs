@@ -73,11 +73,13 @@ impl Beginning {
     }
 
     /// The buckets, of `count`, that this beginning may go into, when
-    /// `classes` of the beginnings are class prefixes. Those get up to a
-    /// quarter of the buckets to themselves: a keyword's letters mixed
-    /// with a class's (`MNO`, `DTjz`) would let through common words that
-    /// neither begins (`None`), and the frequency model cannot foresee
-    /// which.
+    /// `classes` of the beginnings are class prefixes. Those get a bucket
+    /// per two of them, up to a quarter of the buckets, to themselves: a
+    /// class's bytes mixed into a keyword's bucket combine with the
+    /// keyword's into common words that neither begins, which the
+    /// frequency model cannot foresee. (On the bench's clean text: 82,000
+    /// positions through with the classes mixed in or given two of sixteen
+    /// buckets, 16,600 with one.)
     pub fn buckets(&self, count: usize, classes: usize) -> std::ops::Range<usize> {
         let reserved = classes.div_ceil(2).min(count / 4);
         match (reserved, self.class) {
