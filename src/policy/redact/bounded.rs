@@ -63,6 +63,17 @@ pub(super) struct Analyzed {
 }
 
 impl Analyzed {
+    /// The byte classes every match begins with (see `prefix`); empty for a
+    /// regex with capped repetitions, whose overflow finder has matches of
+    /// its own.
+    pub(super) fn class_prefix(&self) -> Vec<super::prefix::ByteSet> {
+        if self.caps.is_empty() {
+            super::prefix::class_prefix(&self.hir)
+        } else {
+            Vec::new()
+        }
+    }
+
     fn capped(&self, extras: &[u32]) -> (Hir, Vec<u32>) {
         let caps: Vec<u32> = self
             .caps

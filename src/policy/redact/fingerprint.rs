@@ -19,6 +19,9 @@
 //! is over [`MAX_PASS_RATE`]), there is no fingerprint and the sieve runs
 //! alone, as it does on other CPUs.
 //!
+//! Rules without keywords add their class prefixes (see `prefix`): the
+//! bytes each offset allows, folded like the text, in buckets of their own.
+//!
 //! On CPUs with AVX-512 VBMI, byte tables of the same keyword beginnings
 //! ([`super::permute`]) check 64 positions at a time first; the nibble
 //! steps take the positions left when such a step no longer fits.
@@ -29,7 +32,8 @@ const BUCKETS: usize = 16;
 /// Positions one step checks.
 pub(super) const STEP: usize = 32;
 
-use super::permute::{self, ByteTables, WIDTH};
+use super::permute::{self, Beginning, ByteTables, WIDTH};
+use super::prefix::ByteSet;
 
 /// Bytes one step reads: [`WIDTH`] at each of the [`STEP`] positions.
 pub(super) const STEP_READ: usize = STEP + WIDTH - 1;
@@ -55,24 +59,36 @@ impl Fingerprint {
     /// or `None` when this CPU has no AVX2 or the keywords are too many for
     /// the fingerprint to pay.
     pub fn new(keywords: &[&[u8]]) -> Option<Fingerprint> {
+        Fingerprint::with_classes(keywords, &[])
+    }
+
+    /// Like [`Fingerprint::new`], also letting through every position where
+    /// one of `classes` (rules' class prefixes, see `prefix`) begins.
+    pub fn with_classes(keywords: &[&[u8]], classes: &[&[ByteSet]]) -> Option<Fingerprint> {
         if !avx2() {
             return None;
         }
-        Fingerprint::build(keywords)
+        Fingerprint::build(keywords, classes)
     }
 
-    /// [`Fingerprint::new`] whatever the CPU.
-    fn build(keywords: &[&[u8]]) -> Option<Fingerprint> {
-        let buckets = assign(keywords)?;
+    /// [`Fingerprint::with_classes`] whatever the CPU.
+    fn build(keywords: &[&[u8]], classes: &[&[ByteSet]]) -> Option<Fingerprint> {
+        let beginnings: Vec<Beginning> = keywords
+            .iter()
+            .map(|k| Beginning::keyword(k))
+            .chain(classes.iter().map(|c| Beginning::classes(c)))
+            .collect();
+        let buckets = assign(&beginnings)?;
         let mut tables: Tables = [[[[0; 32]; 2]; WIDTH]; 2];
         for (k, bucket) in buckets.iter().enumerate() {
             let (set, bit) = (k / 8, 1u8 << (k % 8));
             for beginning in bucket {
                 for (i, offset) in tables[set].iter_mut().enumerate() {
+                    let (lo, hi) = nibbles(beginning.sets[i]);
                     for (kind, table) in offset.iter_mut().enumerate() {
+                        let allowed = [lo, hi][kind];
                         for (entry, slot) in table.iter_mut().enumerate() {
-                            let nibble = (entry % 16) as u8;
-                            if beginning.allows(i, kind, nibble) {
+                            if allowed >> (entry % 16) & 1 == 1 {
                                 *slot |= bit;
                             }
                         }
@@ -84,8 +100,7 @@ impl Fingerprint {
             tables,
             wide: buckets[8..].iter().any(|b| !b.is_empty()),
             bytes: permute::avx512_vbmi().then(|| {
-                let beginnings: Vec<([u8; WIDTH], usize)> =
-                    buckets.iter().flatten().map(|b| (b.bytes, b.len)).collect();
+                let beginnings: Vec<Beginning> = buckets.iter().flatten().copied().collect();
                 ByteTables::new(&beginnings, &byte_frequencies())
             }),
         })
@@ -220,7 +235,7 @@ impl Fingerprint {
     /// this CPU has no AVX2 (to test the bucketing; its `scan` must not run).
     #[cfg(test)]
     pub fn build_anywhere(keywords: &[&[u8]]) -> Option<Fingerprint> {
-        Fingerprint::build(keywords)
+        Fingerprint::build(keywords, &[])
     }
 }
 
@@ -246,28 +261,17 @@ fn load(bytes: &[u8; 32]) -> std::arch::x86_64::__m256i {
     unsafe { std::arch::x86_64::_mm256_loadu_si256(bytes.as_ptr().cast()) }
 }
 
-/// A keyword's first [`WIDTH`] bytes (or three), bit 5 of each set.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Beginning {
-    bytes: [u8; WIDTH],
-    len: usize,
-}
-
-impl Beginning {
-    fn of(keyword: &[u8]) -> Beginning {
-        let mut bytes = [0; WIDTH];
-        let len = keyword.len().min(WIDTH);
-        for (b, k) in bytes.iter_mut().zip(keyword) {
-            *b = k | 0x20;
-        }
-        Beginning { bytes, len }
+/// The low and high nibbles of the bytes of `set` with bit 5 set (the
+/// steps fold the text so), as bit sets of nibble values; every nibble for
+/// every byte.
+fn nibbles(set: ByteSet) -> (u16, u16) {
+    if set == ByteSet::ALL {
+        return (u16::MAX, u16::MAX);
     }
-
-    /// Whether it lets `nibble` through at `offset` as the low (`kind` 0)
-    /// or high (1) nibble: past its end, any.
-    fn allows(&self, offset: usize, kind: usize, nibble: u8) -> bool {
-        offset >= self.len || [self.bytes[offset] & 15, self.bytes[offset] >> 4][kind] == nibble
-    }
+    set.bytes().fold((0, 0), |(lo, hi), b| {
+        let b = b | 0x20;
+        (lo | 1 << (b & 15), hi | 1 << (b >> 4))
+    })
 }
 
 /// One bucket's allowed nibbles at each offset, as bit sets of nibble values.
@@ -278,15 +282,20 @@ struct Nibbles {
 }
 
 impl Nibbles {
-    fn with(mut self, b: &Beginning) -> Nibbles {
+    /// Those of one beginning.
+    fn of(b: &Beginning) -> Nibbles {
+        let mut n = Nibbles::default();
         for i in 0..WIDTH {
-            if i < b.len {
-                self.lo[i] |= 1 << (b.bytes[i] & 15);
-                self.hi[i] |= 1 << (b.bytes[i] >> 4);
-            } else {
-                self.lo[i] = u16::MAX;
-                self.hi[i] = u16::MAX;
-            }
+            (n.lo[i], n.hi[i]) = nibbles(b.sets[i]);
+        }
+        n
+    }
+
+    /// Both buckets' nibbles.
+    fn or(mut self, other: &Nibbles) -> Nibbles {
+        for i in 0..WIDTH {
+            self.lo[i] |= other.lo[i];
+            self.hi[i] |= other.hi[i];
         }
         self
     }
@@ -321,24 +330,28 @@ impl Nibbles {
 /// adds least to the estimated share of positions passing; `None` when that
 /// share ends up over [`MAX_PASS_RATE`]. Deterministic: ties go to the
 /// lower bucket.
-fn assign(keywords: &[&[u8]]) -> Option<Vec<Vec<Beginning>>> {
+fn assign(beginnings: &[Beginning]) -> Option<Vec<Vec<Beginning>>> {
     let freq = byte_frequencies();
-    let mut order: Vec<Beginning> = keywords.iter().map(|k| Beginning::of(k)).collect();
+    let mut order: Vec<Beginning> = beginnings.to_vec();
     order.sort_unstable();
     order.dedup();
     // The commonest first, while there are empty buckets to give them.
-    let mut order: Vec<(f64, Beginning)> = order
+    let mut order: Vec<(f64, Beginning, Nibbles)> = order
         .into_iter()
-        .map(|b| (Nibbles::default().with(&b).pass_rate(&freq), b))
+        .map(|b| {
+            let own = Nibbles::of(&b);
+            (own.pass_rate(&freq), b, own)
+        })
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let classes = order.iter().filter(|(_, b, _)| b.is_class()).count();
     let mut buckets = vec![Vec::new(); BUCKETS];
     let mut nibbles = [Nibbles::default(); BUCKETS];
     let mut rates = [0.0f64; BUCKETS];
-    for (_, beginning) in order {
+    for (_, beginning, own) in order {
         let mut best = (f64::INFINITY, 0, Nibbles::default());
-        for (k, n) in nibbles.iter().enumerate() {
-            let with = n.with(&beginning);
+        for k in beginning.buckets(BUCKETS, classes) {
+            let with = nibbles[k].or(&own);
             let added = with.pass_rate(&freq) - rates[k];
             if added < best.0 {
                 best = (added, k, with);
@@ -356,30 +369,55 @@ fn assign(keywords: &[&[u8]]) -> Option<Vec<Vec<Beginning>>> {
 /// (code, logs, prose), after folding (bit 5 set), summing to 1. It only
 /// steers the bucketing; a wrong guess costs speed, never a keyword.
 fn byte_frequencies() -> [f64; 256] {
+    let mut freq = [0.0; 256];
+    for b in 0..=255u8 {
+        freq[usize::from(b | 0x20)] += weight(b);
+    }
+    let total: f64 = freq.iter().sum();
+    freq.map(|f| f / total)
+}
+
+/// The estimated share of positions of ordinary text that a fingerprint
+/// of `classes` alone lets through on this CPU: the byte tables see bytes
+/// as they are, the nibble steps fold case and combine nibbles.
+pub(super) fn class_pass_rate(classes: &[ByteSet]) -> f64 {
+    if permute::avx512_vbmi() {
+        class_rate(classes)
+    } else {
+        Nibbles::of(&Beginning::classes(classes)).pass_rate(&byte_frequencies())
+    }
+}
+
+/// The estimated share of positions of ordinary text where `classes` begin
+/// (exact bytes, not folded), by the model of [`byte_frequencies`], over
+/// the first [`WIDTH`] classes (what the fingerprint looks at).
+fn class_rate(classes: &[ByteSet]) -> f64 {
+    let total: f64 = (0..=255u8).map(weight).sum();
+    classes
+        .iter()
+        .take(WIDTH)
+        .map(|set| set.bytes().map(weight).sum::<f64>() / total)
+        .product()
+}
+
+/// The model's weight of one byte.
+fn weight(b: u8) -> f64 {
     // English letter frequencies, in percent.
     const LETTERS: [f64; 26] = [
         8.2, 1.5, 2.8, 4.3, 12.7, 2.2, 2.0, 6.1, 7.0, 0.15, 0.8, 4.0, 2.4, 6.7, 7.5, 1.9, 0.1, 6.0,
         6.3, 9.1, 2.8, 1.0, 2.4, 0.15, 2.0, 0.07,
     ];
-    let mut freq = [0.0; 256];
-    for b in 0..=255u8 {
-        let weight = match b {
-            b'a'..=b'z' => 0.7 * LETTERS[usize::from(b - b'a')],
-            b'A'..=b'Z' => 0.1 * LETTERS[usize::from(b - b'A')],
-            b' ' => 15.0,
-            b'\n' => 2.0,
-            b'0'..=b'9' => 0.5,
-            b'.' | b',' | b'_' | b'(' | b')' | b'=' | b':' | b';' | b'/' | b'"' | b'\'' | b'-' => {
-                1.0
-            }
-            0x21..=0x7E => 0.2,
-            0x80..=0xFF => 0.05,
-            _ => 0.01,
-        };
-        freq[usize::from(b | 0x20)] += weight;
+    match b {
+        b'a'..=b'z' => 0.7 * LETTERS[usize::from(b - b'a')],
+        b'A'..=b'Z' => 0.1 * LETTERS[usize::from(b - b'A')],
+        b' ' => 15.0,
+        b'\n' => 2.0,
+        b'0'..=b'9' => 0.5,
+        b'.' | b',' | b'_' | b'(' | b')' | b'=' | b':' | b';' | b'/' | b'"' | b'\'' | b'-' => 1.0,
+        0x21..=0x7E => 0.2,
+        0x80..=0xFF => 0.05,
+        _ => 0.01,
     }
-    let total: f64 = freq.iter().sum();
-    freq.map(|f| f / total)
 }
 
 #[cfg(test)]

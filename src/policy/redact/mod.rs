@@ -3,10 +3,11 @@
 //! Every rule is a regex with a bounded longest match, usually with literal
 //! keywords. One prefilter pass over the text finds where keywords occur,
 //! and a rule's regex runs only in windows around its own keywords (rules
-//! without keywords run over all text), so clean text costs about one scan no
-//! matter how many rules a policy has. Likewise a rule's automata are built
-//! only when a scan first needs them ([`LazyRedactor`]): an output that wakes
-//! one rule builds one. The same scanner serves whole texts
+//! without keywords: around the byte classes their matches begin with,
+//! where the prefilter can find those, else over all text), so clean text
+//! costs about one scan no matter how many rules a policy has. Likewise a
+//! rule's automata are built only when a scan first needs them
+//! ([`LazyRedactor`]): an output that wakes one rule builds one. The same scanner serves whole texts
 //! ([`Redactor::redact`]) and streams ([`Redactor::stream`]) and gives the
 //! same result for any split of a text into chunks.
 //!
@@ -14,7 +15,8 @@
 //! (regexes checked and built under caps), `caps` (per-repetition caps and
 //! the overflow that keeps a long secret redacted), `allowlist`,
 //! `prefilter` (keywords) with its SIMD first stage `fingerprint` (and its
-//! AVX-512 step `permute`), `scan`
+//! AVX-512 step `permute`), `prefix` (the class prefixes of rules without
+//! keywords), `scan`
 //! (the windowed search), [`stream`],
 //! [`gitleaks`] (importing gitleaks configs), `builtin` (the default set).
 
@@ -32,6 +34,7 @@ mod fingerprint;
 pub mod gitleaks;
 mod permute;
 mod prefilter;
+mod prefix;
 pub mod rules;
 mod scan;
 pub mod stream;
@@ -177,6 +180,10 @@ impl Redactor {
                 .iter()
                 .enumerate()
                 .map(|(i, r)| (i as u32, r.keywords.as_slice())),
+            compiled
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (i as u32, r.prefix.as_slice())),
         ) {
             Ok(k) => k,
             Err(message) => {
@@ -362,7 +369,7 @@ impl Redactor {
         let kept = self.kept_scanners().pop();
         let mut scanner = match kept {
             Some(mut s) => {
-                s.reset(self);
+                s.reset();
                 s
             }
             None => Scanner::new(self),

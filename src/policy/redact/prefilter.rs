@@ -21,10 +21,19 @@
 //! keywords found are the same with or without them. They need keywords of
 //! three bytes or more; a set with a shorter one runs the automaton
 //! unanchored over the whole text.
+//!
+//! Where the fingerprint runs, it also finds where rules without keywords
+//! can match: the byte classes every match of such a rule begins with (its
+//! class prefix, see `prefix`) go into the fingerprint next to the keywords,
+//! and each position it lets through is checked against them exactly. Such
+//! a rule is then *covered* ([`Keywords::covers`]) and runs only around
+//! those positions; a rule whose prefix would let through too much, or any
+//! rule where there is no fingerprint, runs over all text as before.
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind, StartKind};
 
-use super::fingerprint::Fingerprint;
+use super::fingerprint::{self, Fingerprint};
+use super::prefix::{ByteSet, MAX_PREFIX};
 
 /// Positions the sieve checks per step.
 const BLOCK: usize = 8;
@@ -32,6 +41,26 @@ const BLOCK: usize = 8;
 const BLOCK_READ: usize = BLOCK + 3;
 /// Slots in the sieve's table: a byte each, 16 KB, so it stays in L1.
 const TABLE_SLOTS: usize = 1 << 14;
+
+/// A class prefix is found by the prefilter only when the fingerprint would
+/// let through at most this share of ordinary text for it (estimated):
+/// else its rule runs over all text, as without a prefix.
+const MAX_PREFIX_RATE: f64 = 0.001;
+
+/// A covered rule's class prefix.
+struct Prefix {
+    rule: u32,
+    classes: Vec<ByteSet>,
+}
+
+impl Prefix {
+    /// Whether the classes occur at `pos` (whole, within `hay`).
+    #[inline]
+    fn begins_at(&self, hay: &[u8], pos: usize) -> bool {
+        hay.get(pos..pos + self.classes.len())
+            .is_some_and(|bytes| self.classes.iter().zip(bytes).all(|(c, &b)| c.contains(b)))
+    }
+}
 
 /// Where keywords occur, and which rules each one wakes.
 pub(super) struct Keywords {
@@ -50,13 +79,17 @@ pub(super) struct Keywords {
     /// The SIMD first stage, when the CPU has it and the keywords suit it
     /// (only with `sieve`).
     fingerprint: Option<Fingerprint>,
+    /// The class prefixes of the rules covered (only with `fingerprint`).
+    prefixes: Vec<Prefix>,
 }
 
 impl Keywords {
-    /// Builds the prefilter from each rule's lower-cased keywords; `None`
-    /// when no rule has any.
+    /// Builds the prefilter from each rule's lower-cased keywords and the
+    /// class prefixes of rules without keywords; `None` when it would find
+    /// nothing (no keywords, and no prefix it can cover).
     pub fn new<'a>(
         per_rule: impl Iterator<Item = (u32, &'a [Box<[u8]>])>,
+        prefixes: impl Iterator<Item = (u32, &'a [ByteSet])>,
     ) -> Result<Option<Keywords>, String> {
         let mut patterns: Vec<Vec<u8>> = Vec::new();
         let mut own: Vec<Vec<u32>> = Vec::new();
@@ -76,7 +109,16 @@ impl Keywords {
                 }
             }
         }
-        if patterns.is_empty() {
+        let mut prefixes: Vec<Prefix> = prefixes
+            .filter(|(_, classes)| {
+                !classes.is_empty() && fingerprint::class_pass_rate(classes) <= MAX_PREFIX_RATE
+            })
+            .map(|(rule, classes)| Prefix {
+                rule,
+                classes: classes[..classes.len().min(MAX_PREFIX)].to_vec(),
+            })
+            .collect();
+        if patterns.is_empty() && prefixes.is_empty() {
             return Ok(None);
         }
         let rules = patterns
@@ -127,29 +169,65 @@ impl Keywords {
                 table[slot(tri)] = 1;
                 sieve2[slot2(tri)] = 1;
             }
-            fingerprint = Fingerprint::new(&patterns.iter().map(Vec::as_slice).collect::<Vec<_>>());
+            let keywords: Vec<&[u8]> = patterns.iter().map(Vec::as_slice).collect();
+            let classes: Vec<&[ByteSet]> = prefixes.iter().map(|p| &p.classes[..]).collect();
+            fingerprint = Fingerprint::with_classes(&keywords, &classes);
+            if fingerprint.is_none() && !prefixes.is_empty() {
+                // Too much for one fingerprint: the keywords alone.
+                prefixes.clear();
+                fingerprint = Fingerprint::new(&keywords);
+            }
             table
         });
+        if fingerprint.is_none() {
+            prefixes.clear();
+        }
+        if patterns.is_empty() && prefixes.is_empty() {
+            return Ok(None);
+        }
+        let max_len = patterns
+            .iter()
+            .map(Vec::len)
+            .chain(prefixes.iter().map(|p| p.classes.len()))
+            .max()
+            .unwrap_or(0);
         Ok(Some(Keywords {
             automaton,
-            max_len: patterns.iter().map(Vec::len).max().unwrap_or(0),
+            max_len,
             rules,
             sieve,
             sieve2,
             fingerprint,
+            prefixes,
         }))
     }
 
-    /// Longest keyword in bytes: how far a keyword starting before a point
-    /// can reach past it.
+    /// Whether `scan` reports where `rule`'s class prefix occurs, so the
+    /// rule need only run around those positions.
+    pub fn covers(&self, rule: u32) -> bool {
+        self.prefixes.iter().any(|p| p.rule == rule)
+    }
+
+    /// Reports the class prefixes that begin at `pos`.
+    #[inline]
+    fn prefixes_at(&self, hay: &[u8], pos: usize, found: &mut impl FnMut(usize, &[u32])) {
+        for p in &self.prefixes {
+            if p.begins_at(hay, pos) {
+                found(pos, std::slice::from_ref(&p.rule));
+            }
+        }
+    }
+
+    /// Longest keyword (or class prefix), in bytes: how far a keyword
+    /// starting before a point can reach past it.
     pub fn max_len(&self) -> usize {
         self.max_len
     }
 
     /// Calls `found(position, rules)` for every position in `from..to` where
-    /// a keyword starts, in order. `hay` must reach `max_len() - 1` bytes
-    /// past `to` (or end there), so the keywords starting before `to` can be
-    /// read whole.
+    /// a keyword or a covered rule's class prefix starts, in order for each
+    /// rule. `hay` must reach `max_len() - 1` bytes past `to` (or end
+    /// there), so the keywords starting before `to` can be read whole.
     pub fn scan(&self, hay: &[u8], from: usize, to: usize, mut found: impl FnMut(usize, &[u32])) {
         let Some(table) = &self.sieve else {
             self.exact(hay, from, to, &mut found);
@@ -162,12 +240,20 @@ impl Keywords {
         let mut at = from;
         if let Some(fingerprint) = &self.fingerprint {
             at = fingerprint.scan(hay, at, to, |pos| {
+                self.prefixes_at(verify_hay, pos, &mut found);
                 let tri =
                     u32::from_le_bytes([hay[pos], hay[pos + 1], hay[pos + 2], 0]) | 0x0020_2020;
                 if table[slot(tri)] != 0 && self.sieve2[slot2(tri)] != 0 {
                     self.verify(verify_hay, pos, &mut found);
                 }
             });
+        }
+        // Class prefixes at the positions the fingerprint left (all of them
+        // where it was dropped, in tests).
+        if !self.prefixes.is_empty() {
+            for pos in at..to {
+                self.prefixes_at(verify_hay, pos, &mut found);
+            }
         }
         while at < to {
             if at + BLOCK > to || at + BLOCK_READ > hay.len() {
@@ -197,8 +283,9 @@ impl Keywords {
         }
     }
 
-    /// The keywords in `from..to` by the automaton alone, unanchored: what
-    /// `scan` must find (for tests).
+    /// The keywords in `from..to` by the automaton alone, unanchored, and
+    /// the class prefixes position by position: what `scan` must find (for
+    /// tests).
     #[cfg(test)]
     pub fn scan_exact(
         &self,
@@ -207,6 +294,12 @@ impl Keywords {
         to: usize,
         mut found: impl FnMut(usize, &[u32]),
     ) {
+        let end = hay
+            .len()
+            .min(to.saturating_add(self.max_len).saturating_sub(1));
+        for pos in from..to {
+            self.prefixes_at(&hay[..end.max(from)], pos, &mut found);
+        }
         self.exact(hay, from, to, &mut found);
     }
 
@@ -221,6 +314,13 @@ impl Keywords {
     #[cfg(test)]
     pub fn drop_fingerprint(&mut self) {
         self.fingerprint = None;
+    }
+
+    /// Stops finding class prefixes, so rules without keywords run over all
+    /// text (for tests that compare the two).
+    #[cfg(test)]
+    pub fn drop_prefixes(&mut self) {
+        self.prefixes.clear();
     }
 
     /// Drops the fingerprint's AVX-512 steps, so its AVX2 steps run alone

@@ -103,8 +103,12 @@ pub(super) struct Built {
 /// rules, and building is most of what a rule costs.
 pub(super) struct CompiledRule {
     pub id: String,
-    /// Lower-cased; a match must contain one. Empty: the rule runs everywhere.
+    /// Lower-cased; a match must contain one. Empty: the rule runs
+    /// everywhere, or only where `prefix` occurs when the prefilter finds it.
     pub keywords: Vec<Box<[u8]>>,
+    /// For a rule without keywords or continuation: the byte classes every
+    /// match begins with (see `prefix`), else empty.
+    pub prefix: Vec<super::prefix::ByteSet>,
     pub group: SecretGroup,
     pub entropy: Option<f64>,
     pub allowlists: Vec<Allowlist>,
@@ -190,7 +194,13 @@ pub(super) fn compile_rule(
         )),
     };
     let needs_line = allowlists.iter().any(|a| a.target == AllowTarget::Line);
+    let prefix = if spec.keywords.is_empty() && spec.continuation.is_none() {
+        analyzed.class_prefix()
+    } else {
+        Vec::new()
+    };
     Ok(CompiledRule {
+        prefix,
         id: spec.id.clone(),
         keywords: spec
             .keywords

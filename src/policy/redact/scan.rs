@@ -5,8 +5,11 @@
 //! - a keyword hit at `k` opens a window `[k - L, k + L]` for each rule
 //!   listing the keyword, where `L` is the rule's longest match (plus
 //!   `KEYWORD_CONTEXT` for imported gitleaks rules); overlapping
-//!   windows of one rule merge into an interval. A rule without keywords has
-//!   one interval, the whole text;
+//!   windows of one rule merge into an interval. A rule without keywords
+//!   whose class prefix the prefilter covers (see `prefix`) gets the same
+//!   window around each position where that prefix begins: every match
+//!   begins with it, so the windows hold every match. Any other rule
+//!   without keywords has one interval, the whole text;
 //! - in each interval the rule's regex runs leftmost-first, match after
 //!   match, with the text around the interval visible to `\b`, `^` and `$`;
 //! - a match counts when it contains one of the rule's keywords (an
@@ -51,6 +54,9 @@ const MAX_QUEUED_INTERVALS: usize = 64;
 
 #[derive(Default)]
 struct RuleState {
+    /// Whether the rule runs in windows around prefilter hits (it has
+    /// keywords, or a covered class prefix), not over all text.
+    windowed: bool,
     /// Intervals still to search, in order; only the last can still grow.
     intervals: VecDeque<(usize, usize)>,
     /// Where the rule's next match may start (the end of its last one).
@@ -89,9 +95,21 @@ impl Scanner {
         let states = r
             .rules
             .iter()
-            .map(|rule| {
-                let mut s = RuleState::default();
-                if rule.keywords.is_empty() {
+            .enumerate()
+            .map(|(i, rule)| {
+                let mut s = RuleState {
+                    windowed: !rule.keywords.is_empty(),
+                    ..RuleState::default()
+                };
+                // A rule that could not be built fails closed over all text,
+                // as it did without a prefix.
+                if !s.windowed
+                    && r.keywords.as_ref().is_some_and(|k| k.covers(i as u32))
+                    && !rule.fails_closed()
+                {
+                    s.windowed = true;
+                }
+                if !s.windowed {
                     s.intervals.push_back((0, usize::MAX));
                 }
                 s
@@ -107,7 +125,7 @@ impl Scanner {
 
     /// Back at the start of a text, as [`Scanner::new`] makes it, keeping
     /// what it allocated (interval queues, capture slots) for reuse.
-    pub fn reset(&mut self, r: &Redactor) {
+    pub fn reset(&mut self) {
         // Every field named, so a new one cannot be left out here.
         let Scanner {
             keyword_pos,
@@ -118,8 +136,11 @@ impl Scanner {
         *keyword_pos = 0;
         groups.clear();
         *overflow_start = 0;
-        for (state, rule) in states.iter_mut().zip(&r.rules) {
+        for state in states.iter_mut() {
+            // `windowed` depends only on the redactor (its rules' keywords,
+            // prefixes and whether each was built), so it stays as `new` set it.
             let RuleState {
+                windowed,
                 intervals,
                 next,
                 block,
@@ -127,7 +148,7 @@ impl Scanner {
                 caps: _,
             } = state;
             intervals.clear();
-            if rule.keywords.is_empty() {
+            if !*windowed {
                 intervals.push_back((0, usize::MAX));
             }
             *next = 0;
@@ -236,8 +257,7 @@ impl Scanner {
             let last = state.intervals.len() == 1;
             let is_final = view.eof
                 || !last
-                || (!compiled.keywords.is_empty()
-                    && self.keyword_pos.saturating_sub(compiled.reach()) > end);
+                || (state.windowed && self.keyword_pos.saturating_sub(compiled.reach()) > end);
             state.next = state.next.max(start);
             let bound = end.min(view.end);
             if state.next >= bound {

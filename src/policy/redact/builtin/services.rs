@@ -111,8 +111,9 @@ pub(super) fn rules() -> Vec<RedactRuleSpec> {
             &["sg."],
             1,
         ),
-        // `SK` is too short to be a useful keyword; the regex's own literal
-        // search (case-sensitive) is faster than waking the rule on every "sk".
+        // `SK` is too short to be a useful keyword (it would wake the rule on
+        // every "sk"); where the fingerprint runs, the rule runs only where
+        // its class prefix (`S`, `K`, hex digits, case-sensitive) occurs.
         spec("twilio-api-key", r"\bSK[0-9a-fA-F]{32}\b", &[], 0),
         spec(
             "linear-api-key",

@@ -12,6 +12,7 @@ mod gitleaks;
 mod io;
 mod json;
 mod lazy;
+mod prefix;
 mod reuse;
 mod simd;
 mod streaming;

@@ -29,11 +29,14 @@ fn avx2_defaults() -> &'static Redactor {
     })
 }
 
+/// The hits in position order: `scan` keeps each rule's hits in order, but
+/// may report a class prefix (see `prefix`) after a later keyword.
 fn keyword_hits(r: &Redactor, hay: &[u8], from: usize, to: usize) -> Vec<(usize, Vec<u32>)> {
     let mut hits = Vec::new();
     if let Some(k) = &r.keywords {
         k.scan(hay, from, to, |at, rules| hits.push((at, rules.to_vec())));
     }
+    hits.sort_by_key(|h| h.0);
     hits
 }
 
@@ -68,7 +71,7 @@ fn hay() -> impl Strategy<Value = Vec<u8>> {
         }),
         prop::collection::vec(any::<u8>(), 0..40),
         prop::collection::vec(
-            prop::sample::select(b"_\x7f@`.nN/:-sSkK0 \n".to_vec()),
+            prop::sample::select(b"_\x7f@`.nN/:-sSkK0 \nMODTjz9aF".to_vec()),
             0..12
         ),
     ];
@@ -108,6 +111,7 @@ proptest! {
         if let Some(k) = &defaults().keywords {
             k.scan_exact(&hay, from, to, |at, rules| exact.push((at, rules.to_vec())));
         }
+        exact.sort_by_key(|h| h.0);
         prop_assert_eq!(simd, exact);
     }
 
