@@ -211,8 +211,11 @@ fn mcp_tool(info: &ToolInfo) -> Option<Tool> {
 /// have MCP's shape; one that does not convert makes the result an error
 /// (fail closed: never a success the model cannot read).
 pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
-    let content =
-        serde_json::to_value(&result.content).and_then(serde_json::from_value::<Vec<ContentBlock>>);
+    let content = result
+        .content
+        .iter()
+        .map(content_block)
+        .collect::<Result<Vec<ContentBlock>, _>>();
     match content {
         Ok(content) if result.is_error => CallToolResult::error(content),
         Ok(content) => {
@@ -226,6 +229,15 @@ pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
             "Tool {} returned content that is not valid MCP content: {e}",
             result.name
         ))]),
+    }
+}
+
+/// One content block in MCP's type: text directly (what nearly every tool
+/// returns), the other kinds through their JSON, which has MCP's shape.
+fn content_block(content: &crate::tools::Content) -> serde_json::Result<ContentBlock> {
+    match content {
+        crate::tools::Content::Text { text } => Ok(ContentBlock::text(text.clone())),
+        other => serde_json::to_value(other).and_then(serde_json::from_value),
     }
 }
 
@@ -540,7 +552,10 @@ pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), String> {
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     // Responses ready at the same time go out in one write.
     let (stdout, written) = super::stdio_out::coalescing(stdout);
-    let served = match McpServer::new(gateway).serve((stdin, stdout)).await {
+    // Requests read, and answers written, without rmcp's untagged-union
+    // buffering for `tools/call` (serve/stdio_in.rs).
+    let transport = super::stdio_in::StdioServerTransport::new(stdin, stdout);
+    let served = match McpServer::new(gateway).serve(transport).await {
         Ok(running) => running
             .waiting()
             .await
@@ -558,6 +573,50 @@ pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::tools::Content;
+
+    #[test]
+    fn content_blocks_are_what_their_json_reads_as() {
+        // Text is built directly; it must be the block MCP's JSON gives.
+        let blocks = [
+            Content::text("plain"),
+            Content::text(""),
+            Content::text("üñí \u{0} \"quoted\"\n\ttabs"),
+            Content::Image {
+                data: "AAAA".into(),
+                mime_type: "image/png".into(),
+            },
+            Content::Audio {
+                data: "UklG".into(),
+                mime_type: "audio/wav".into(),
+            },
+            Content::Resource {
+                resource: serde_json::json!({"uri": "file:///a", "text": "x"}),
+            },
+        ];
+        for content in &blocks {
+            let via_json: ContentBlock =
+                serde_json::from_value(serde_json::to_value(content).unwrap()).unwrap();
+            let direct = content_block(content).unwrap();
+            assert_eq!(direct, via_json, "{content:?}");
+            assert_eq!(
+                serde_json::to_value(&direct).unwrap(),
+                serde_json::to_value(&via_json).unwrap()
+            );
+        }
+        // A block that is not valid MCP still fails the result closed.
+        let bad = ToolResult {
+            content: vec![Content::Resource {
+                resource: serde_json::json!(5),
+            }],
+            ..ToolResult::error("1", "t", "x")
+        };
+        let out = serde_json::to_value(call_tool_result(&bad)).unwrap();
+        assert_eq!(out["isError"], true);
+        assert!(out["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not valid MCP content"));
+    }
 
     #[test]
     fn results_keep_mcp_content_and_error_flag() {

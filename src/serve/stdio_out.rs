@@ -120,6 +120,62 @@ impl AsyncWrite for CoalescingWriter {
     }
 }
 
+impl CoalescingWriter {
+    /// Serializes `item` as one line straight into the buffer (no copy in
+    /// between) and hands it to the writer task. The returned future
+    /// resolves at once, or, when the buffer is past the high-water mark
+    /// (a client that stops reading), once the writer task has taken it;
+    /// it fails when writing failed. Messages go out in the order of the
+    /// calls, whether or not their futures are awaited.
+    pub fn send_json<T: serde::Serialize + ?Sized>(
+        &self,
+        item: &T,
+    ) -> impl std::future::Future<Output = io::Result<()>> + Send + 'static {
+        let appended = {
+            let mut state = self.shared.lock();
+            match &state.failed {
+                Some(failed) => Err(failure(failed)),
+                None => {
+                    let start = state.buf.len();
+                    match serde_json::to_writer(&mut state.buf, item) {
+                        Ok(()) => {
+                            state.buf.push(b'\n');
+                            Ok(state.buf.len() >= HIGH_WATER)
+                        }
+                        Err(e) => {
+                            state.buf.truncate(start);
+                            Err(io::Error::new(io::ErrorKind::InvalidData, e))
+                        }
+                    }
+                }
+            }
+        };
+        if appended.is_ok() {
+            self.shared.ready.notify_one();
+        }
+        let shared = self.shared.clone();
+        async move {
+            if !appended? {
+                return Ok(());
+            }
+            std::future::poll_fn(|cx| {
+                let mut state = shared.lock();
+                if let Some(failed) = &state.failed {
+                    return Poll::Ready(Err(failure(failed)));
+                }
+                if state.buf.len() < HIGH_WATER || state.closed {
+                    return Poll::Ready(Ok(()));
+                }
+                if !state.room.iter().any(|w| w.will_wake(cx.waker())) {
+                    state.room.push(cx.waker().clone());
+                }
+                Poll::Pending
+            })
+            .await
+        }
+    }
+}
+
 impl Drop for CoalescingWriter {
     fn drop(&mut self) {
         self.shared.close();
@@ -198,6 +254,51 @@ mod tests {
         task.await.unwrap();
         let err = writer.write_all(b"again\n").await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+    }
+
+    #[tokio::test]
+    async fn json_lines_keep_their_order_and_wait_past_the_high_water_mark() {
+        let (near, mut far) = tokio::io::duplex(1024);
+        let (writer, task) = coalescing(near);
+        let big = "y".repeat(64 << 10);
+        let mut sent = 0usize;
+        // The reader does not read: sends go on until one has to wait.
+        let waiting = loop {
+            let f = writer.send_json(&serde_json::json!({"n": sent, "pad": big}));
+            sent += 1;
+            let mut f = Box::pin(f);
+            let done = tokio::time::timeout(std::time::Duration::from_millis(50), &mut f).await;
+            if done.is_err() {
+                break f;
+            }
+            assert!(sent < 100, "no send ever waited");
+        };
+        assert!(sent >= HIGH_WATER / big.len(), "{sent}");
+        // Later sends are appended behind it, in order.
+        let after = writer.send_json(&serde_json::json!({"n": sent}));
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            far.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        waiting.await.unwrap();
+        after.await.unwrap();
+        // A value that cannot be serialized fails alone and leaves no trace.
+        let mut bad = std::collections::HashMap::new();
+        bad.insert((1, 2), 3);
+        assert!(writer.send_json(&bad).await.is_err());
+        drop(writer);
+        task.await.unwrap();
+        let got = String::from_utf8(reader.await.unwrap()).unwrap();
+        let ns: Vec<u64> = got
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["n"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(ns, (0..=sent as u64).collect::<Vec<_>>());
     }
 
     #[tokio::test]
