@@ -7,11 +7,10 @@
 //! shapes, and a request's body as an untagged union of some twenty request
 //! types: serde buffers the message (twice: the shape check and the union)
 //! and tries each type in turn until `tools/call` matches. A line that
-//! mentions `tools/call` is read here as a `tools/call` request directly
-//! (its envelope — `jsonrpc`, `id`, `method`, no `result`/`error` — then the
-//! request with rmcp's own `Deserialize`); that is the message rmcp's
-//! decoder produces for it, field for field (a unit test compares both on
-//! many shapes). Any line that does not read that way — and every other
+//! mentions `tools/call` is read here as a `tools/call` request directly,
+//! in one pass (`jsonrpc`, `id`, `method`, `params`, no `result`/`error`);
+//! that is the message rmcp's decoder produces for it, field for field (a
+//! unit test compares both on many shapes). Any line that does not read that way — and every other
 //! message — goes through rmcp's own decoder (`JsonRpcMessageCodec`), and is
 //! treated as `AsyncRwTransport` treats it:
 //!
@@ -26,8 +25,11 @@
 //! handler and the executor, as for every other message.
 
 use memchr::memmem;
+use std::sync::LazyLock;
+
 use rmcp::model::{
-    CallToolRequest, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcVersion2_0, RequestId,
+    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, ErrorData,
+    InputResponses, JsonObject, JsonRpcMessage, JsonRpcVersion2_0, RequestId, RequestMetaObject,
 };
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError};
@@ -70,36 +72,65 @@ impl<'de> Deserialize<'de> for Present {
     }
 }
 
-/// What makes a line a `tools/call` request: rmcp's request shape (`method`
-/// and `id`, neither `result` nor `error`) with that method.
+/// A `tools/call` request as rmcp's decoder reads it — rmcp's request
+/// shape (`method` and `id`, neither `result` nor `error`) with that method
+/// — in one pass over the line, without buffering any part of it.
 #[derive(Deserialize)]
-struct CallEnvelope {
+struct CallLine {
     #[allow(dead_code)]
     jsonrpc: JsonRpcVersion2_0,
     id: RequestId,
     #[allow(dead_code)]
-    method: rmcp::model::CallToolRequestMethod,
+    method: CallToolRequestMethod,
+    params: CallParams,
     #[serde(default)]
     result: Present,
     #[serde(default)]
     error: Present,
 }
 
+/// `CallToolRequestParams` with its `_meta`, which rmcp moves into the
+/// request's extensions.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallParams {
+    #[serde(rename = "_meta", default)]
+    meta: Option<JsonObject>,
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+    #[serde(default)]
+    input_responses: Option<InputResponses>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+/// The finder for `tools/call`, built once.
+static TOOLS_CALL: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"tools/call"));
+
 /// `line` (without its newline and BOM) as a `tools/call` request, or
 /// `None` when it is anything else or does not read as one: then rmcp's
 /// decoder reads it.
 pub fn decode_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-    // Other messages skip the two reads below.
-    memmem::find(line, b"tools/call")?;
-    let envelope: CallEnvelope = serde_json::from_slice(line).ok()?;
-    if envelope.result.0 || envelope.error.0 {
+    // Other messages skip the read below.
+    TOOLS_CALL.find(line)?;
+    let call: CallLine = serde_json::from_slice(line).ok()?;
+    if call.result.0 || call.error.0 {
         return None;
     }
-    // rmcp's `Request` reads `method` and `params` and ignores the rest.
-    let request: CallToolRequest = serde_json::from_slice(line).ok()?;
+    let p = call.params;
+    let mut params = CallToolRequestParams::new(p.name);
+    params.arguments = p.arguments;
+    params.input_responses = p.input_responses;
+    params.request_state = p.request_state;
+    let mut request = CallToolRequest::new(params);
+    if let Some(meta) = p.meta {
+        request.extensions.insert(RequestMetaObject::from(meta));
+    }
     Some(JsonRpcMessage::request(
         ClientRequest::CallToolRequest(request),
-        envelope.id,
+        call.id,
     ))
 }
 

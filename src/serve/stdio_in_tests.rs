@@ -41,6 +41,8 @@ fn a_tools_call_reads_exactly_as_rmcp_reads_it() {
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":7}},"extra":{"ignored":true}}"#,
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","requestState":"s","inputResponses":{"a":{"action":"accept","content":{"v":1}}}}}"#,
         r#"  {"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"tools/call"}}  "#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","_meta":null,"arguments":null,"requestState":null,"other":{"a":[1]}}}"#,
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"\u0078","_meta":{}}}"#,
     ];
     for line in direct {
         let fast = decode_call(line.as_bytes()).unwrap_or_else(|| panic!("not direct: {line}"));
@@ -59,6 +61,11 @@ fn a_tools_call_reads_exactly_as_rmcp_reads_it() {
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":5}}"#,
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read","arguments":"no"}}"#,
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call"}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":null}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","_meta":5}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","inputResponses":5}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","name":"y"}}"#,
         // envelope faults
         r#"{"id":1,"method":"tools/call","params":{"name":"x"}}"#,
         r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
