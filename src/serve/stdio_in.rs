@@ -25,11 +25,13 @@
 //! handler and the executor, as for every other message.
 
 use memchr::memmem;
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, ErrorData,
-    InputResponses, JsonObject, JsonRpcMessage, JsonRpcVersion2_0, RequestId, RequestMetaObject,
+    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientNotification,
+    ClientRequest, ErrorData, InputResponses, JsonObject, JsonRpcMessage, JsonRpcVersion2_0,
+    RequestId, RequestMetaObject,
 };
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError};
@@ -59,6 +61,9 @@ pub struct StdioServerTransport<R> {
     /// `tools/call`.
     codec: JsonRpcMessageCodec<RxJsonRpcMessage<RoleServer>>,
     max_line: usize,
+    /// Requests read and not answered yet (so an answer knows whether it
+    /// is the only one in flight).
+    in_flight: HashSet<RequestId>,
 }
 
 /// Whether a field was present, whatever its value (rmcp's shape check
@@ -184,6 +189,7 @@ impl<R: AsyncRead + Send + Unpin> StdioServerTransport<R> {
             write: Some(write),
             codec: JsonRpcMessageCodec::default(),
             max_line: MAX_LINE,
+            in_flight: HashSet::new(),
         }
     }
 
@@ -225,6 +231,24 @@ impl<R: AsyncRead + Send + Unpin> StdioServerTransport<R> {
         }
     }
 
+    /// Keeps `in_flight` current for a message read.
+    fn track(&mut self, m: &RxJsonRpcMessage<RoleServer>) {
+        match m {
+            JsonRpcMessage::Request(r) => {
+                self.in_flight.insert(r.id.clone());
+            }
+            JsonRpcMessage::Notification(n) => {
+                // A cancelled request gets no answer.
+                if let ClientNotification::CancelledNotification(c) = &n.notification {
+                    if let Some(id) = &c.params.request_id {
+                        self.in_flight.remove(id);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// The message in `self.line`, or `None` to read on.
     fn decode(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         let line = self
@@ -249,7 +273,7 @@ impl<R: AsyncRead + Send + Unpin> StdioServerTransport<R> {
                     // Written in order before anything read later is
                     // answered; a failed write ends the session at the next
                     // send, as it does for any answer.
-                    drop(w.send_json(&answer));
+                    drop(w.send_json(&answer, false));
                 }
                 None
             }
@@ -264,7 +288,14 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioServerTransport
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let sent = self.write.as_ref().map(|w| w.send_json(&item));
+        let answered = match &item {
+            JsonRpcMessage::Response(r) => Some(&r.id),
+            JsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        let alone =
+            answered.is_some_and(|id| self.in_flight.remove(id)) && self.in_flight.is_empty();
+        let sent = self.write.as_ref().map(|w| w.send_json(&item, alone));
         async move {
             match sent {
                 Some(sent) => sent.await,
@@ -294,6 +325,7 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioServerTransport
                     let message = self.decode();
                     self.line.clear();
                     if let Some(m) = message {
+                        self.track(&m);
                         return Some(m);
                     }
                 }

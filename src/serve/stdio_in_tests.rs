@@ -214,3 +214,35 @@ async fn answers_go_out_one_per_line_in_order_and_fail_once_closed() {
         .collect();
     assert_eq!(ids, (0..50).collect::<Vec<_>>());
 }
+
+#[tokio::test]
+async fn requests_in_flight_are_tracked_until_answered_or_cancelled() {
+    let (mut t, mut to_server, _from_server, _task) = transport(MAX_LINE);
+    let input = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":"b","method":"tools/list"}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#,
+        "\n",
+    );
+    to_server.write_all(input.as_bytes()).await.unwrap();
+    for _ in 0..4 {
+        t.receive().await.unwrap();
+    }
+    let ids = |t: &StdioServerTransport<_>| {
+        let mut v: Vec<String> = t.in_flight.iter().map(|i| i.to_string()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(&t), vec!["1", "b"]);
+    let answer = |id: RequestId| {
+        TxJsonRpcMessage::<RoleServer>::error(ErrorData::invalid_params("x", None), Some(id))
+    };
+    t.send(answer(RequestId::Number(1))).await.unwrap();
+    assert_eq!(ids(&t), vec!["b"]);
+    t.send(answer(RequestId::String("b".into()))).await.unwrap();
+    assert!(ids(&t).is_empty());
+}
