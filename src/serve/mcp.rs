@@ -211,8 +211,11 @@ fn mcp_tool(info: &ToolInfo) -> Option<Tool> {
 /// have MCP's shape; one that does not convert makes the result an error
 /// (fail closed: never a success the model cannot read).
 pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
-    let content =
-        serde_json::to_value(&result.content).and_then(serde_json::from_value::<Vec<ContentBlock>>);
+    let content = result
+        .content
+        .iter()
+        .map(content_block)
+        .collect::<Result<Vec<ContentBlock>, _>>();
     match content {
         Ok(content) if result.is_error => CallToolResult::error(content),
         Ok(content) => {
@@ -226,6 +229,15 @@ pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
             "Tool {} returned content that is not valid MCP content: {e}",
             result.name
         ))]),
+    }
+}
+
+/// One content block in MCP's type: text directly (what nearly every tool
+/// returns), the other kinds through their JSON, which has MCP's shape.
+fn content_block(content: &crate::tools::Content) -> serde_json::Result<ContentBlock> {
+    match content {
+        crate::tools::Content::Text { text } => Ok(ContentBlock::text(text.clone())),
+        other => serde_json::to_value(other).and_then(serde_json::from_value),
     }
 }
 
@@ -278,6 +290,190 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // rmcp runs each request in a task of its own that holds this
+        // future and is moved a few times: boxed, it stays small however
+        // much the executor's pipeline holds.
+        Box::pin(self.run_call(request, context)).await
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_level
+            .store(level_rank(request.level), Ordering::Relaxed);
+        Box::pin(passthrough::set_level(&self.gateway, request.level)).await;
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A handshake-era session: tell it when a reload changes the tools,
+        // and pass upstream notifications on.
+        if !self.watching.swap(true, Ordering::AcqRel) {
+            let identity = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| super::auth::http::identity_of(&parts.extensions));
+            let level = self.log_level.clone();
+            self.gateway
+                .clients
+                .add(context.peer.clone(), identity.clone());
+            tokio::spawn(passthrough::forward_events(
+                self.gateway.clone(),
+                context.peer.clone(),
+                identity,
+                self.passthrough.clone(),
+                move |l| level_rank(l) >= level.load(Ordering::Relaxed),
+            ));
+            tokio::spawn(watch_tools_changed(self.gateway.clone(), context.peer));
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Box::pin(passthrough::list_resources(
+            &self.gateway,
+            caller(&context).as_ref(),
+        ))
+        .await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Box::pin(passthrough::list_resource_templates(
+            &self.gateway,
+            caller(&context).as_ref(),
+        ))
+        .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let who = caller(&context);
+        let result = Box::pin(passthrough::read_resource(
+            &self.gateway,
+            who.as_ref(),
+            request,
+        ))
+        .await;
+        result.map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let who = caller(&context);
+        Box::pin(passthrough::subscribe(
+            &self.gateway,
+            who.as_ref(),
+            &self.passthrough,
+            &request.uri,
+        ))
+        .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let who = caller(&context);
+        Box::pin(passthrough::unsubscribe(
+            &self.gateway,
+            who.as_ref(),
+            &self.passthrough,
+            &request.uri,
+        ))
+        .await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Box::pin(passthrough::list_prompts(
+            &self.gateway,
+            caller(&context).as_ref(),
+        ))
+        .await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let who = caller(&context);
+        let result = Box::pin(passthrough::get_prompt(
+            &self.gateway,
+            who.as_ref(),
+            request,
+        ))
+        .await;
+        result.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        Box::pin(passthrough::complete(
+            &self.gateway,
+            caller(&context).as_ref(),
+            request,
+        ))
+        .await
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        // A stateless-era `subscriptions/listen` stream.
+        let mut changed = self.gateway.subscribe_tools_changed();
+        changed.mark_unchanged();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                r = changed.changed() => {
+                    if r.is_err() {
+                        return Ok(());
+                    }
+                    if context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl McpServer {
+    /// `tools/call`: the call through the gateway, its updates as
+    /// notifications, its result as a `CallToolResult`.
+    async fn run_call(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let identity = caller(&context);
         let profile = identity.as_ref().and_then(|i| i.profile.as_deref());
@@ -290,7 +486,8 @@ impl ServerHandler for McpServer {
         let call = ToolCall {
             id: format!("mcp-{}", context.id),
             name,
-            arguments: Value::Object(request.arguments.clone().unwrap_or_default()),
+            // Taken: nothing below reads the request's arguments again.
+            arguments: Value::Object(request.arguments.take().unwrap_or_default()),
         };
         let mut forwarder = UpdateForwarder::new(
             context.peer.clone(),
@@ -378,136 +575,6 @@ impl ServerHandler for McpServer {
         }
         Ok(call_tool_result(&result).into())
     }
-
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        self.log_level
-            .store(level_rank(request.level), Ordering::Relaxed);
-        passthrough::set_level(&self.gateway, request.level).await;
-        Ok(())
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // A handshake-era session: tell it when a reload changes the tools,
-        // and pass upstream notifications on.
-        if !self.watching.swap(true, Ordering::AcqRel) {
-            let identity = context
-                .extensions
-                .get::<axum::http::request::Parts>()
-                .and_then(|parts| super::auth::http::identity_of(&parts.extensions));
-            let level = self.log_level.clone();
-            self.gateway
-                .clients
-                .add(context.peer.clone(), identity.clone());
-            tokio::spawn(passthrough::forward_events(
-                self.gateway.clone(),
-                context.peer.clone(),
-                identity,
-                self.passthrough.clone(),
-                move |l| level_rank(l) >= level.load(Ordering::Relaxed),
-            ));
-            tokio::spawn(watch_tools_changed(self.gateway.clone(), context.peer));
-        }
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, McpError> {
-        passthrough::list_resources(&self.gateway, caller(&context).as_ref()).await
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, McpError> {
-        passthrough::list_resource_templates(&self.gateway, caller(&context).as_ref()).await
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, McpError> {
-        let who = caller(&context);
-        let result = passthrough::read_resource(&self.gateway, who.as_ref(), request).await;
-        result.map(Into::into)
-    }
-
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let who = caller(&context);
-        passthrough::subscribe(&self.gateway, who.as_ref(), &self.passthrough, &request.uri).await
-    }
-
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let who = caller(&context);
-        passthrough::unsubscribe(&self.gateway, who.as_ref(), &self.passthrough, &request.uri).await
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, McpError> {
-        passthrough::list_prompts(&self.gateway, caller(&context).as_ref()).await
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, McpError> {
-        let who = caller(&context);
-        let result = passthrough::get_prompt(&self.gateway, who.as_ref(), request).await;
-        result.map(Into::into)
-    }
-
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, McpError> {
-        passthrough::complete(&self.gateway, caller(&context).as_ref(), request).await
-    }
-
-    fn accepted_subscription_filter(
-        &self,
-        _requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
-    }
-
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        // A stateless-era `subscriptions/listen` stream.
-        let mut changed = self.gateway.subscribe_tools_changed();
-        changed.mark_unchanged();
-        loop {
-            tokio::select! {
-                _ = context.cancelled() => return Ok(()),
-                r = changed.changed() => {
-                    if r.is_err() {
-                        return Ok(());
-                    }
-                    if context.sink().notify_tool_list_changed().await.is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// Sends `notifications/tools/list_changed` to one handshake-era session
@@ -540,7 +607,10 @@ pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), String> {
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     // Responses ready at the same time go out in one write.
     let (stdout, written) = super::stdio_out::coalescing(stdout);
-    let served = match McpServer::new(gateway).serve((stdin, stdout)).await {
+    // Requests read, and answers written, without rmcp's untagged-union
+    // buffering for `tools/call` (serve/stdio_in.rs).
+    let transport = super::stdio_in::StdioServerTransport::new(stdin, stdout);
+    let served = match McpServer::new(gateway).serve(transport).await {
         Ok(running) => running
             .waiting()
             .await
@@ -555,24 +625,5 @@ pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tools::Content;
-
-    #[test]
-    fn results_keep_mcp_content_and_error_flag() {
-        let mut r = ToolResult::error("1", "t", "denied: because");
-        let out = serde_json::to_value(call_tool_result(&r)).unwrap();
-        assert_eq!(out["isError"], true);
-        assert_eq!(out["content"][0]["text"], "denied: because");
-        r.is_error = false;
-        r.content = vec![Content::Image {
-            data: "AAAA".into(),
-            mime_type: "image/png".into(),
-        }];
-        let out = serde_json::to_value(call_tool_result(&r)).unwrap();
-        assert_eq!(out["isError"], false);
-        assert_eq!(out["content"][0]["type"], "image");
-        assert_eq!(out["content"][0]["mimeType"], "image/png");
-    }
-}
+#[path = "mcp_tests.rs"]
+mod tests;

@@ -19,6 +19,7 @@ mod metrics;
 mod passthrough;
 pub mod reload;
 mod start;
+mod stdio_in;
 mod stdio_out;
 mod upstream_ask;
 mod upstream_rounds;

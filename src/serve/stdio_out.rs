@@ -38,6 +38,10 @@ struct State {
     failed: Option<(io::ErrorKind, String)>,
     /// The writer half is gone: write what is left, then stop.
     closed: bool,
+    /// The last message handed over answers the only request in flight:
+    /// no other answer is coming to join it, so the writer task writes at
+    /// once instead of letting the tasks queued behind it run first.
+    alone: bool,
     /// Writes waiting for room in the buffer (rmcp writes one message at a
     /// time behind a lock, but every waiting write is kept, so none can be
     /// forgotten).
@@ -101,6 +105,7 @@ impl AsyncWrite for CoalescingWriter {
             return Poll::Pending;
         }
         state.buf.extend_from_slice(buf);
+        state.alone = false;
         drop(state);
         self.shared.ready.notify_one();
         Poll::Ready(Ok(buf.len()))
@@ -120,6 +125,66 @@ impl AsyncWrite for CoalescingWriter {
     }
 }
 
+impl CoalescingWriter {
+    /// Serializes `item` as one line straight into the buffer (no copy in
+    /// between) and hands it to the writer task. The returned future
+    /// resolves at once, or, when the buffer is past the high-water mark
+    /// (a client that stops reading), once the writer task has taken it;
+    /// it fails when writing failed. Messages go out in the order of the
+    /// calls, whether or not their futures are awaited. `alone`: nothing
+    /// else is in flight (a sequential client's answer), so the writer
+    /// task need not wait for other answers to write with it.
+    pub fn send_json<T: serde::Serialize + ?Sized>(
+        &self,
+        item: &T,
+        alone: bool,
+    ) -> impl std::future::Future<Output = io::Result<()>> + Send + 'static {
+        let appended = {
+            let mut state = self.shared.lock();
+            state.alone = alone;
+            match &state.failed {
+                Some(failed) => Err(failure(failed)),
+                None => {
+                    let start = state.buf.len();
+                    match serde_json::to_writer(&mut state.buf, item) {
+                        Ok(()) => {
+                            state.buf.push(b'\n');
+                            Ok(state.buf.len() >= HIGH_WATER)
+                        }
+                        Err(e) => {
+                            state.buf.truncate(start);
+                            Err(io::Error::new(io::ErrorKind::InvalidData, e))
+                        }
+                    }
+                }
+            }
+        };
+        if appended.is_ok() {
+            self.shared.ready.notify_one();
+        }
+        let shared = self.shared.clone();
+        async move {
+            if !appended? {
+                return Ok(());
+            }
+            std::future::poll_fn(|cx| {
+                let mut state = shared.lock();
+                if let Some(failed) = &state.failed {
+                    return Poll::Ready(Err(failure(failed)));
+                }
+                if state.buf.len() < HIGH_WATER || state.closed {
+                    return Poll::Ready(Ok(()));
+                }
+                if !state.room.iter().any(|w| w.will_wake(cx.waker())) {
+                    state.room.push(cx.waker().clone());
+                }
+                Poll::Pending
+            })
+            .await
+        }
+    }
+}
+
 impl Drop for CoalescingWriter {
     fn drop(&mut self) {
         self.shared.close();
@@ -132,8 +197,11 @@ async fn write_out<W: AsyncWrite + Unpin>(shared: Arc<Shared>, mut inner: W) {
     let mut out = Vec::new();
     loop {
         shared.ready.notified().await;
-        // Responses finishing right now append theirs before the write.
-        tokio::task::yield_now().await;
+        // Responses finishing right now append theirs before the write
+        // (unless the last one answered the only request in flight).
+        if !shared.lock().alone {
+            tokio::task::yield_now().await;
+        }
         loop {
             let closed = {
                 let mut state = shared.lock();
@@ -198,6 +266,100 @@ mod tests {
         task.await.unwrap();
         let err = writer.write_all(b"again\n").await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+    }
+
+    #[tokio::test]
+    async fn json_lines_keep_their_order_and_wait_past_the_high_water_mark() {
+        let (near, mut far) = tokio::io::duplex(1024);
+        let (writer, task) = coalescing(near);
+        let big = "y".repeat(64 << 10);
+        let mut sent = 0usize;
+        // The reader does not read: sends go on until one has to wait.
+        let waiting = loop {
+            let f = writer.send_json(&serde_json::json!({"n": sent, "pad": big}), false);
+            sent += 1;
+            let mut f = Box::pin(f);
+            let done = tokio::time::timeout(std::time::Duration::from_millis(50), &mut f).await;
+            if done.is_err() {
+                break f;
+            }
+            assert!(sent < 100, "no send ever waited");
+        };
+        assert!(sent >= HIGH_WATER / big.len(), "{sent}");
+        // Later sends are appended behind it, in order.
+        let after = writer.send_json(&serde_json::json!({"n": sent}), true);
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            far.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        waiting.await.unwrap();
+        after.await.unwrap();
+        // A value that cannot be serialized fails alone and leaves no trace.
+        let mut bad = std::collections::HashMap::new();
+        bad.insert((1, 2), 3);
+        assert!(writer.send_json(&bad, false).await.is_err());
+        drop(writer);
+        task.await.unwrap();
+        let got = String::from_utf8(reader.await.unwrap()).unwrap();
+        let ns: Vec<u64> = got
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["n"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(ns, (0..=sent as u64).collect::<Vec<_>>());
+    }
+
+    /// Records each write the writer task makes.
+    #[derive(Clone, Default)]
+    struct Writes(Arc<Mutex<Vec<String>>>);
+
+    impl AsyncWrite for Writes {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(buf).into());
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Two answers: the first handed over, then a task queued behind the
+    /// writer task hands over the second. How many writes?
+    async fn writes_for(first_alone: bool) -> Vec<String> {
+        let writes = Writes::default();
+        let (writer, task) = coalescing(writes.clone());
+        let writer = Arc::new(writer);
+        tokio::task::yield_now().await; // the writer task waits
+        drop(writer.send_json(&1, first_alone));
+        let w = writer.clone();
+        let second = tokio::spawn(async move { w.send_json(&2, false).await });
+        second.await.unwrap().unwrap();
+        drop(writer);
+        task.await.unwrap();
+        let got = writes.0.lock().unwrap().clone();
+        got
+    }
+
+    #[tokio::test]
+    async fn an_answer_alone_in_flight_is_written_without_waiting_for_others() {
+        // Not alone: the writer lets the queued task add its answer first.
+        assert_eq!(writes_for(false).await, vec!["1\n2\n"]);
+        // Alone: written at once; the second goes out in its own write.
+        assert_eq!(writes_for(true).await, vec!["1\n", "2\n"]);
     }
 
     #[tokio::test]
