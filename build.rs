@@ -6,8 +6,9 @@
 //!   this size spends about 0.3 ms at every start relocating its own data.
 //!   Heap and stack stay randomized; set `TOOLGATE_PIE=1` when building to
 //!   keep the default PIE link (SECURITY.md). The static link (no dynamic
-//!   loader at all) is .cargo/static-bin.sh's: a link argument cannot ask
-//!   for it, since rustc must pick static libraries for `std` too;
+//!   loader at all) and the startup layout (.cargo/startup-order.txt) are
+//!   .cargo/static-bin.sh's: a link argument cannot ask for the static
+//!   link, since rustc must pick static libraries for `std` too;
 //! - the embedded default policy (YAML) and built-in manifests (TOML) are
 //!   converted to JSON, which loads several times faster; the escape-hatch
 //!   table (src/policy/shell/exec_table.yaml) becomes sorted static slices
