@@ -26,6 +26,7 @@ mod error;
 pub mod executor;
 #[cfg(feature = "hooks")]
 pub mod hooks;
+pub mod lines;
 pub mod policy;
 #[cfg(feature = "serve")]
 pub mod serve;

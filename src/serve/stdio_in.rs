@@ -37,11 +37,12 @@ use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError};
 use rmcp::transport::Transport;
 use serde::Deserialize;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::AsyncRead;
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::Decoder;
 
 use super::stdio_out::CoalescingWriter;
+use crate::lines::{Line, Lines};
 
 /// The longest line (one message) read from the client: rmcp's limit for
 /// stdio (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
@@ -50,17 +51,14 @@ pub const MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 /// The MCP server transport over a reader (stdin) and the coalescing
 /// writer (stdout).
 pub struct StdioServerTransport<R> {
-    read: BufReader<R>,
-    line: Vec<u8>,
-    /// Set while the rest of an over-long line is skipped (kept here: rmcp
-    /// polls `receive` in a `select!` and may drop it mid-line).
-    discarding: bool,
+    /// The client's lines (rmcp polls `receive` in a `select!` and may drop
+    /// it mid-line: `Lines` keeps a partial line).
+    lines: Lines<R>,
     /// `None` once closed.
     write: Option<CoalescingWriter>,
     /// rmcp's own decoder, for every message that is not a plain
     /// `tools/call`.
     codec: JsonRpcMessageCodec<RxJsonRpcMessage<RoleServer>>,
-    max_line: usize,
     /// Requests read and not answered yet (so an answer knows whether it
     /// is the only one in flight).
     in_flight: HashSet<RequestId>,
@@ -183,51 +181,10 @@ impl<R: AsyncRead + Send + Unpin> StdioServerTransport<R> {
     /// `write`.
     pub fn new(read: R, write: CoalescingWriter) -> Self {
         StdioServerTransport {
-            read: BufReader::with_capacity(64 * 1024, read),
-            line: Vec::new(),
-            discarding: false,
+            lines: Lines::new(read, MAX_LINE),
             write: Some(write),
             codec: JsonRpcMessageCodec::default(),
-            max_line: MAX_LINE,
             in_flight: HashSet::new(),
-        }
-    }
-
-    /// Reads one line into `self.line` (without its newline). `Ok(Some(true))`
-    /// for a line, `Ok(Some(false))` when a line was too long (dropped),
-    /// `Ok(None)` at the end of input. Cancellation-safe: a partial line
-    /// stays in `self.line`.
-    async fn read_line(&mut self) -> std::io::Result<Option<bool>> {
-        loop {
-            let available = self.read.fill_buf().await?;
-            if available.is_empty() {
-                // An unfinished last line is not a message.
-                self.line.clear();
-                return Ok(None);
-            }
-            let newline = memchr::memchr(b'\n', available);
-            let take = newline.map_or(available.len(), |i| i + 1);
-            let mut too_long = false;
-            if self.discarding {
-                self.discarding = newline.is_none();
-            } else if self.line.len() + take > self.max_line {
-                self.line.clear();
-                self.discarding = newline.is_none();
-                too_long = true;
-            } else {
-                self.line.extend_from_slice(&available[..take]);
-            }
-            self.read.consume(take);
-            if too_long {
-                return Ok(Some(false));
-            }
-            if newline.is_some() && !self.discarding && !self.line.is_empty() {
-                self.line.pop();
-                if self.line.last() == Some(&b'\r') {
-                    self.line.pop();
-                }
-                return Ok(Some(true));
-            }
         }
     }
 
@@ -249,19 +206,16 @@ impl<R: AsyncRead + Send + Unpin> StdioServerTransport<R> {
         }
     }
 
-    /// The message in `self.line`, or `None` to read on.
-    fn decode(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let line = self
-            .line
-            .strip_prefix(b"\xEF\xBB\xBF")
-            .unwrap_or(&self.line);
+    /// The message in `raw` (a line read), or `None` to read on.
+    fn decode(&mut self, raw: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let line = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
         if line.is_empty() {
             return None;
         }
         if let Some(m) = decode_call(line) {
             return Some(m);
         }
-        match decode_with_rmcp(&mut self.codec, &self.line) {
+        match decode_with_rmcp(&mut self.codec, raw) {
             Decoded::Message(m) => Some(*m),
             Decoded::Skip => None,
             Decoded::Invalid => {
@@ -309,21 +263,23 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for StdioServerTransport
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            match self.read_line().await {
+            match self.lines.next().await {
                 Err(e) => {
                     tracing::error!("error reading stdin: {e}");
                     return None;
                 }
-                Ok(None) => return None,
-                Ok(Some(false)) => {
+                // An unfinished last line is not a message.
+                Ok(Line::End { .. }) => return None,
+                Ok(Line::TooLong) => {
                     tracing::error!(
-                        max_line_length = self.max_line,
+                        max_line_length = self.lines.max(),
                         "an incoming message exceeded the maximum line length; it was dropped"
                     );
                 }
-                Ok(Some(true)) => {
-                    let message = self.decode();
-                    self.line.clear();
+                Ok(Line::Read) => {
+                    let line = self.lines.take();
+                    let message = self.decode(&line);
+                    self.lines.recycle(line);
                     if let Some(m) = message {
                         self.track(&m);
                         return Some(m);

@@ -118,7 +118,7 @@ fn transport(
     let (server_out, client_in) = tokio::io::duplex(1 << 16);
     let (writer, task) = super::super::stdio_out::coalescing(server_out);
     let mut t = StdioServerTransport::new(server_in, writer);
-    t.max_line = max_line;
+    t.lines.set_max(max_line);
     (t, client_out, client_in, task)
 }
 

@@ -41,7 +41,9 @@ use rmcp::model::{
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+
+use crate::lines::{Line, Lines};
 
 /// The longest line (one message) read from a server: 16 MiB, rmcp's own
 /// limit for stdio and for Streamable HTTP events.
@@ -57,18 +59,15 @@ struct Pending {
 
 /// A stdio transport for the client side of an upstream session.
 pub struct StdioTransport<R, W> {
-    read: BufReader<R>,
-    line: Vec<u8>,
-    /// Set while the rest of an over-long line is skipped (kept here: a
-    /// `receive` can be dropped mid-line by rmcp's `select!`).
-    discarding: bool,
+    /// The server's lines (a `receive` can be dropped mid-line by rmcp's
+    /// `select!`: `Lines` keeps a partial line).
+    lines: Lines<R>,
     write: Arc<tokio::sync::Mutex<Option<W>>>,
     pending: Arc<Mutex<Pending>>,
     /// Errors made up for waiting requests, delivered before reading on.
     queued: std::collections::VecDeque<RxJsonRpcMessage<RoleClient>>,
     /// The server's name, for stderr.
     name: String,
-    max_line: usize,
 }
 
 impl<R, W> StdioTransport<R, W>
@@ -80,60 +79,16 @@ where
     /// (its stdin); `name` prefixes what it reports on stderr.
     pub fn new(name: &str, read: R, write: W) -> Self {
         StdioTransport {
-            read: BufReader::with_capacity(64 * 1024, read),
-            line: Vec::new(),
-            discarding: false,
+            lines: Lines::new(read, MAX_LINE),
             write: Arc::new(tokio::sync::Mutex::new(Some(write))),
             pending: Arc::default(),
             queued: Default::default(),
             name: name.to_string(),
-            max_line: MAX_LINE,
         }
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Reads one line into `self.line` (without its newline). `Ok(false)`
-    /// at the end of the stream; `Err(())` when the line was too long (it is
-    /// being skipped).
-    async fn read_line(&mut self) -> std::io::Result<Result<bool, ()>> {
-        loop {
-            let available = self.read.fill_buf().await?;
-            if available.is_empty() {
-                if !self.line.is_empty() {
-                    self.report("closed its output in the middle of a message");
-                    self.line.clear();
-                }
-                return Ok(Ok(false));
-            }
-            let newline = memchr::memchr(b'\n', available);
-            let take = newline.map_or(available.len(), |i| i + 1);
-            let mut too_long = false;
-            if self.discarding {
-                if newline.is_some() {
-                    self.discarding = false;
-                }
-            } else if self.line.len() + take > self.max_line {
-                self.line.clear();
-                self.discarding = newline.is_none();
-                too_long = true;
-            } else {
-                self.line.extend_from_slice(&available[..take]);
-            }
-            self.read.consume(take);
-            if too_long {
-                return Ok(Err(()));
-            }
-            if newline.is_some() && !self.discarding && !self.line.is_empty() {
-                self.line.pop();
-                if self.line.last() == Some(&b'\r') {
-                    self.line.pop();
-                }
-                return Ok(Ok(true));
-            }
-        }
     }
 
     fn report(&self, what: &str) {
@@ -325,14 +280,19 @@ where
             if let Some(m) = self.queued.pop_front() {
                 return Some(m);
             }
-            match self.read_line().await {
+            match self.lines.next().await {
                 Err(e) => {
                     self.report(&format!("reading its output failed: {e}"));
                     return None;
                 }
-                Ok(Ok(false)) => return None,
-                Ok(Err(())) => {
-                    let size = match self.max_line {
+                Ok(Line::End { partial }) => {
+                    if partial {
+                        self.report("closed its output in the middle of a message");
+                    }
+                    return None;
+                }
+                Ok(Line::TooLong) => {
+                    let size = match self.lines.max() {
                         n if n % (1024 * 1024) == 0 => format!("{} MiB", n / (1024 * 1024)),
                         n => format!("{n} bytes"),
                     };
@@ -342,11 +302,10 @@ where
                     self.report(&limit);
                     self.fail_pending(&limit);
                 }
-                Ok(Ok(true)) => {
-                    let line = std::mem::take(&mut self.line);
+                Ok(Line::Read) => {
+                    let line = self.lines.take();
                     let message = self.decode(&line);
-                    self.line = line;
-                    self.line.clear();
+                    self.lines.recycle(line);
                     if let Some(m) = message {
                         return Some(m);
                     }

@@ -183,7 +183,7 @@ async fn an_answer_nobody_waits_for_is_skipped_and_the_call_gets_its_own() {
 #[tokio::test]
 async fn an_oversized_message_fails_the_waiting_calls_and_reading_goes_on() {
     let (mut t, mut server, _sent) = pair();
-    t.max_line = 1000;
+    t.lines.set_max(1000);
     send(&mut t, 1, "tools/call").await;
     send(&mut t, 2, "tools/call").await;
     let big = format!(
