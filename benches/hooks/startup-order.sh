@@ -11,9 +11,9 @@
 # generate: BIN is a release build; every function callgrind sees in
 # `toolgate --version` and in `toolgate hook claude` on the saved payloads
 # (Bash allowed and asked, Read, PostToolUse with a secret) and on a Bash
-# call in a workspace, first seen first. Symbol names carry rustc's hashes,
-# which stay the same across edits of the code but not across compiler
-# versions: regenerate after a toolchain update (a stale list costs only
+# call in a workspace, first seen first. Symbol names carry rustc's hashes:
+# most stay the same across edits, a refactor renames some, a compiler
+# update renames all. Regenerate after either (a stale list costs only
 # speed, never correctness).
 #
 # check (run by .ci/run on the release binary): fails when the listed
