@@ -8,42 +8,16 @@
 #[path = "common/serve.rs"]
 mod serve;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::{Read, Write};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use serve::{repo, toolgate, HttpServer};
-
-/// What the fake provider answers: a JWKS, or 503 when `None`.
-type Served = Arc<Mutex<Option<String>>>;
+use serve::{jwks_provider, repo, toolgate, HttpServer, Served};
 
 fn provider() -> (String, Served) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
-    let served: Served = Arc::new(Mutex::new(None));
-    let state = served.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                line.clear();
-            }
-            let answer = match state.lock().unwrap().clone() {
-                Some(body) => format!(
-                    "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                ),
-                None => "HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n".to_string(),
-            };
-            let _ = stream.write_all(answer.as_bytes());
-        }
-    });
-    (url, served)
+    let (port, served) = jwks_provider();
+    (format!("http://127.0.0.1:{port}/jwks.json"), served)
 }
 
 fn status(server: &HttpServer, token: &str) -> (u16, String) {

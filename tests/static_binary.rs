@@ -4,14 +4,12 @@
 //! through NSS (`/etc/hosts` and DNS are built into glibc's static archive,
 //! but a broken link would fail only at run time).
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::path::PathBuf;
+#[path = "common/serve.rs"]
+mod serve;
+
 use std::process::Command;
 
-fn toolgate() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
-}
+use serve::{jwks_provider, toolgate};
 
 /// Whether the ELF file has a `PT_INTERP` program header, i.e. needs the
 /// dynamic loader.
@@ -65,20 +63,7 @@ fn host_names_resolve() {
     // A JWKS provider that answers 503 on 127.0.0.1, named as `localhost`:
     // the policy fails to load with the provider's answer (so `localhost`
     // was resolved and reached), not with "cannot resolve".
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                line.clear();
-            }
-            let _ =
-                stream.write_all(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
-        }
-    });
+    let (port, _served) = jwks_provider();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("policies")).unwrap();
     std::fs::write(

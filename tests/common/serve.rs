@@ -3,10 +3,11 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 /// The repository root.
@@ -130,4 +131,35 @@ pub fn http_request(authority: &str, request: &str) -> (u16, String) {
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
     (status, body)
+}
+
+/// What [`jwks_provider`] answers: a JWKS body, or 503 while `None`.
+pub type Served = Arc<Mutex<Option<String>>>;
+
+/// A small identity provider on 127.0.0.1 for `auth.jwt.jwks_url`: its port
+/// and what it serves (503 until a JWKS is set).
+pub fn jwks_provider() -> (u16, Served) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served: Served = Arc::new(Mutex::new(None));
+    let state = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let answer = match state.lock().unwrap().clone() {
+                Some(body) => format!(
+                    "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                ),
+                None => "HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n".to_string(),
+            };
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (port, served)
 }
