@@ -8,6 +8,7 @@
 
 mod auth;
 mod command_lists;
+mod examples;
 mod exec;
 mod limits;
 mod manifests;
@@ -571,22 +572,6 @@ fn lexical_relative(raw: &str) -> String {
         ".".to_string()
     } else {
         s
-    }
-}
-
-/// The diagnostic for an example that does not come out as the rule says:
-/// `what` names the rule ("rule `x`", "result rule `x`").
-fn example_failure(what: &str, shown: &str, should_match: bool) -> (String, &'static str) {
-    if should_match {
-        (
-            format!("{what}: example {shown} should match `when`, but does not"),
-            "fix the rule's `when`, or the example",
-        )
-    } else {
-        (
-            format!("{what}: example {shown} should not match `when`, but does"),
-            "narrow the rule's `when`, or fix the example",
-        )
     }
 }
 

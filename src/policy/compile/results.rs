@@ -6,7 +6,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{arg_types_of, err_at, example_failure, lexical_relative, Compiler};
+use super::examples::check_examples;
+use super::{arg_types_of, err_at, lexical_relative, Compiler};
 use crate::config::results_file::{ResultActionsSpec, ResultExample, ResultRuleSpec};
 use crate::config::PolicyLayer;
 use crate::policy::results::{ResultActions, ResultRule, ResultRules};
@@ -116,27 +117,19 @@ impl Compiler {
             );
             return None;
         }
-        let trusted = self.proven || layer.file.text == crate::config::embedded_default_policy();
-        if let Some(ex) = spec.examples.as_ref().filter(|_| !trusted) {
-            for (kind, list, want) in [
-                ("match", &ex.matching, true),
-                ("not_match", &ex.not_match, false),
-            ] {
-                for (j, example) in list.iter().enumerate() {
-                    if example_matches(&cond, example) != want {
-                        let shown = serde_json::to_string(example).unwrap_or_default();
-                        let (msg, help) =
-                            example_failure(&format!("result rule `{}`", spec.id), &shown, want);
-                        err_at(
-                            &mut self.diags,
-                            layer,
-                            &format!("{at}.examples.{kind}.{j}"),
-                            msg,
-                            help,
-                        );
-                    }
-                }
-            }
+        if let Some(ex) = spec
+            .examples
+            .as_ref()
+            .filter(|_| !self.examples_trusted(layer))
+        {
+            check_examples(
+                &mut self.diags,
+                layer,
+                at,
+                &format!("result rule `{}`", spec.id),
+                (&ex.matching, &ex.not_match),
+                |example| example_matches(&cond, example),
+            );
         }
         Some(ResultRule {
             id: spec.id.clone(),

@@ -6,7 +6,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{arg_types_of, err_at, example_failure, lexical_relative, Compiler};
+use super::examples::check_examples;
+use super::{arg_types_of, err_at, lexical_relative, Compiler};
 use crate::config::PolicyLayer;
 use crate::policy::rules::{expand_placeholders, Rule, RuleSet};
 use crate::policy::rules_compile::compile_condition_with;
@@ -94,34 +95,23 @@ impl Compiler {
                         .any(|a| a == arg)
                         .then(|| lexical_relative(raw))
                 };
-                // The embedded default's examples are run by this crate's tests;
-                // re-running them (one builds a 2 MB string) would only slow a cold start.
-                let trusted =
-                    self.proven || layer.file.text == crate::config::embedded_default_policy();
-                if let Some(ex) = spec.examples.as_ref().filter(|_| !trusted) {
-                    for (kind, list, want) in [
-                        ("match", &ex.matching, true),
-                        ("not_match", &ex.not_match, false),
-                    ] {
-                        for (j, example) in list.iter().enumerate() {
-                            let expanded = expand_placeholders(&Value::Object(example.clone()));
-                            let got = expanded
+                if let Some(ex) = spec
+                    .examples
+                    .as_ref()
+                    .filter(|_| !self.examples_trusted(layer))
+                {
+                    check_examples(
+                        &mut self.diags,
+                        layer,
+                        &at,
+                        &format!("rule `{}`", spec.id),
+                        (&ex.matching, &ex.not_match),
+                        |example| {
+                            expand_placeholders(&Value::Object(example.clone()))
                                 .as_object()
-                                .is_some_and(|a| cond.eval(a, &lexical_key));
-                            if got != want {
-                                let shown = serde_json::to_string(example).unwrap_or_default();
-                                let (msg, help) =
-                                    example_failure(&format!("rule `{}`", spec.id), &shown, want);
-                                err_at(
-                                    &mut self.diags,
-                                    layer,
-                                    &format!("{at}.examples.{kind}.{j}"),
-                                    msg,
-                                    help,
-                                );
-                            }
-                        }
-                    }
+                                .is_some_and(|a| cond.eval(a, &lexical_key))
+                        },
+                    );
                 }
                 out.rules.push(Rule {
                     id: spec.id.clone(),
