@@ -14,6 +14,7 @@ mod http;
 mod passthrough;
 pub mod pin;
 mod stdio;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

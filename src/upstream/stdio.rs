@@ -256,10 +256,14 @@ where
             }
             _ => {}
         }
-        let bytes = serde_json::to_vec(&item).map(|mut b| {
-            b.push(b'\n');
-            b
-        });
+        // A `tools/call` is written directly (the same bytes, wire.rs).
+        let bytes = match super::wire::call_line(&item) {
+            Some(line) => Ok(line),
+            None => serde_json::to_vec(&item).map(|mut b| {
+                b.push(b'\n');
+                b
+            }),
+        };
         let write = self.write.clone();
         async move {
             let bytes = bytes.map_err(std::io::Error::other)?;
