@@ -8,6 +8,7 @@
 //! sets, validation against its `inputSchema`, before-rules, redaction,
 //! result rules, limits and the decision log all come from the executor.
 
+mod answer;
 mod call;
 mod connect;
 mod http;
