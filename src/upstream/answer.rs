@@ -21,6 +21,7 @@
 //! dropped) removes its id, so a late answer is not filed.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
 
 use rmcp::model::RequestId;
 use serde::de::IgnoredAny;
@@ -33,11 +34,11 @@ use serde_json::{Map, Value};
 #[derive(Default)]
 pub struct Pending {
     /// Every request waiting for an answer.
-    pub all: HashSet<RequestId>,
+    pub all: HashSet<RequestId, Ids>,
     /// The `tools/call`s among them whose caller still waits.
-    pub calls: HashSet<RequestId>,
+    pub calls: HashSet<RequestId, Ids>,
     /// Answers read in one pass, until their call takes them.
-    answers: HashMap<RequestId, CallAnswer>,
+    answers: HashMap<RequestId, CallAnswer, Ids>,
 }
 
 impl Pending {
@@ -62,6 +63,59 @@ impl Pending {
     pub fn forget(&mut self, id: &RequestId) {
         self.calls.remove(id);
         self.answers.remove(id);
+    }
+}
+
+/// Hashing for the request ids and progress tokens of one upstream
+/// session: an Fx-style multiply per word instead of SipHash. Only ids
+/// rmcp's peer made up (sequential numbers) are ever inserted; an
+/// upstream's answer only looks one up, so it cannot crowd a table.
+#[derive(Clone, Copy, Default)]
+pub struct Ids;
+
+impl BuildHasher for Ids {
+    type Hasher = IdHash;
+    fn build_hasher(&self) -> IdHash {
+        IdHash(0)
+    }
+}
+
+/// The hasher [`Ids`] builds.
+pub struct IdHash(u64);
+
+impl IdHash {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for IdHash {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -167,4 +221,45 @@ pub fn read(line: &[u8]) -> Option<(RequestId, CallAnswer)> {
             is_error: r.is_error == Some(true),
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_hash_apart_and_tables_work() {
+        let ids: Vec<RequestId> = (0..2000)
+            .map(RequestId::Number)
+            .chain((0..2000).map(|n| RequestId::String(format!("id-{n}").into())))
+            .collect();
+        let hashes: HashSet<u64> = ids.iter().map(|id| Ids.hash_one(id)).collect();
+        assert_eq!(hashes.len(), ids.len());
+        // a number and the string of its digits are different keys
+        assert_ne!(
+            Ids.hash_one(RequestId::Number(7)),
+            Ids.hash_one(RequestId::String("7".into()))
+        );
+        let mut p = Pending::default();
+        for id in &ids {
+            p.all.insert(id.clone());
+            p.calls.insert(id.clone());
+        }
+        let answer = || CallAnswer {
+            texts: vec![],
+            structured: None,
+            is_error: false,
+        };
+        assert!(p.file(&RequestId::Number(5), answer()));
+        assert!(!p.file(&RequestId::Number(5), answer()), "filed once");
+        assert!(!p.file(&RequestId::Number(99_999), answer()), "not sent");
+        assert!(!p.all.contains(&RequestId::Number(5)));
+        p.forget(&RequestId::String("id-3".into()));
+        assert!(
+            !p.file(&RequestId::String("id-3".into()), answer()),
+            "forgotten"
+        );
+        assert!(p.take(&RequestId::Number(5)).is_some());
+        assert!(p.take(&RequestId::Number(5)).is_none());
+    }
 }

@@ -39,7 +39,7 @@ use crate::tools::{Progress, ToolOutput};
 #[derive(Clone, Default)]
 pub struct Handler {
     /// Progress tokens of running calls -> where their progress goes.
-    pub progress: Arc<Mutex<HashMap<ProgressToken, Progress>>>,
+    pub progress: Arc<Mutex<HashMap<ProgressToken, Progress, super::answer::Ids>>>,
     /// A stdio upstream's requests waiting for answers, and the answers of
     /// calls read in one pass (answer.rs) until their call takes them.
     pub pending: Arc<Mutex<super::answer::Pending>>,
