@@ -13,12 +13,14 @@ use serde_json::{json, Value};
 
 use super::connect::Handler;
 use crate::text::truncate_head;
-use crate::tools::{Content, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Content, RunLimits, ToolContext, ToolError, ToolOutput};
 
-/// Removes a call's progress route when the call ends, however it ends.
+/// Removes a call's progress route, and its answer if it was read and
+/// not taken (answer.rs), when the call ends, however it ends.
 struct ProgressRoute<'a> {
     handler: &'a Handler,
     token: rmcp::model::ProgressToken,
+    id: rmcp::model::RequestId,
 }
 
 impl Drop for ProgressRoute<'_> {
@@ -28,6 +30,11 @@ impl Drop for ProgressRoute<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.token);
+        self.handler
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .forget(&self.id);
     }
 }
 
@@ -70,6 +77,7 @@ pub async fn call(
     let _route = ProgressRoute {
         handler: &handler,
         token: handle.progress_token.clone(),
+        id: id.clone(),
     };
     let cancel_upstream = |reason: &str| {
         let peer = peer.clone();
@@ -92,16 +100,33 @@ pub async fn call(
             )));
         }
     };
+    // The stdio transport read a plain answer in one pass (answer.rs) and
+    // gave rmcp an empty result for it.
+    if let Ok(ServerResult::CustomResult(CustomResult(Value::Null))) = &response {
+        let filed = handler
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(&id);
+        if let Some(answer) = filed {
+            return output_from(
+                &ctx.limits,
+                answer.texts.into_iter().map(|text| Content::Text { text }),
+                answer.structured,
+                answer.is_error,
+            );
+        }
+    }
     match response {
         Ok(ServerResult::CallToolResult(result)) => {
             let v = serde_json::to_value(&result).map_err(|e| unavailable(&e))?;
-            output_of(ctx, v)
+            output_of(&ctx.limits, v)
         }
         // The stdio transport hands a `tools/call` answer over as the JSON
         // it came as (stdio.rs): taken when rmcp would have read it as a
         // `CallToolResult`.
         Ok(ServerResult::CustomResult(CustomResult(v))) if is_call_tool_result(&v) => {
-            output_of(ctx, v)
+            output_of(&ctx.limits, v)
         }
         Ok(other) => Err(ToolError::new(format!(
             "upstream {server} answered tools/call with an unexpected result: {}",
@@ -158,17 +183,34 @@ fn is_call_tool_result(v: &Value) -> bool {
 /// (a block toolgate has no shape for becomes its JSON text), text cut to
 /// the policy's output limits, `structuredContent` kept in the details
 /// (where redaction reaches it). `isError` makes it an error.
-fn output_of(ctx: &ToolContext, mut result: Value) -> Result<ToolOutput, ToolError> {
-    let max_lines = ctx.limits.max_output_lines as usize;
-    let max_bytes = ctx.limits.max_output_bytes as usize;
-    let mut content = Vec::new();
-    let mut cut = false;
+fn output_of(limits: &RunLimits, mut result: Value) -> Result<ToolOutput, ToolError> {
     let blocks = match result.get_mut("content").map(Value::take) {
         Some(Value::Array(blocks)) => blocks,
         _ => Vec::new(),
     };
-    for block in blocks {
-        let mut c = content_of(block);
+    let structured = result.get_mut("structuredContent").map(Value::take);
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    output_from(
+        limits,
+        blocks.into_iter().map(content_of),
+        structured,
+        is_error,
+    )
+}
+
+/// [`output_of`] from the result's parts: its content blocks, its
+/// `structuredContent` (`null` is none) and whether `isError` is `true`.
+fn output_from(
+    limits: &RunLimits,
+    blocks: impl Iterator<Item = Content>,
+    structured: Option<Value>,
+    is_error: bool,
+) -> Result<ToolOutput, ToolError> {
+    let max_lines = limits.max_output_lines as usize;
+    let max_bytes = limits.max_output_bytes as usize;
+    let mut content = Vec::new();
+    let mut cut = false;
+    for mut c in blocks {
         if let Content::Text { text } = &mut c {
             let t = truncate_head(text, max_lines, max_bytes);
             if t.truncated() {
@@ -184,14 +226,10 @@ fn output_of(ctx: &ToolContext, mut result: Value) -> Result<ToolOutput, ToolErr
         )));
     }
     let mut details = json!({});
-    if let Some(s) = result
-        .get_mut("structuredContent")
-        .map(Value::take)
-        .filter(|s| !s.is_null())
-    {
+    if let Some(s) = structured.filter(|s| !s.is_null()) {
         details["structuredContent"] = s;
     }
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+    if is_error {
         let message = content
             .iter()
             .filter_map(|c| match c {
@@ -266,6 +304,137 @@ mod tests {
             let before = serde_json::from_value::<Content>(b.clone())
                 .unwrap_or_else(|_| Content::text(b.to_string()));
             assert_eq!(content_of(b.clone()), before, "{b}");
+        }
+    }
+
+    /// What the general way makes of an answer line: the output when its
+    /// result reads as a `CallToolResult`.
+    fn general(line: &str, limits: &RunLimits) -> Option<Result<ToolOutput, ToolError>> {
+        let mut v: Value = serde_json::from_str(line).ok()?;
+        let m = v.as_object_mut()?;
+        if m.contains_key("method") || m.contains_key("error") {
+            return None;
+        }
+        let result = m.remove("result")?;
+        is_call_tool_result(&result).then(|| output_of(limits, result))
+    }
+
+    /// The one-pass reading (answer.rs) gives what the general way gives
+    /// whenever it reads an answer, and reads the usual ones.
+    #[test]
+    fn the_one_pass_answer_agrees_with_the_general_way() {
+        let text = |t: &str| json!({"type": "text", "text": t});
+        let results = [
+            // usual answers: read in one pass
+            (true, json!({"content": [text("hello")], "isError": false})),
+            (
+                true,
+                json!({"content": [text("hello")], "structuredContent": {"result": "hello"}, "isError": false}),
+            ),
+            (
+                true,
+                json!({"content": [text("bad"), text("worse")], "isError": true}),
+            ),
+            (
+                true,
+                json!({"content": [text("a\nb\nc\nd\ne"), text(&"x".repeat(100)), text("")]}),
+            ),
+            (true, json!({"content": []})),
+            (true, json!({"structuredContent": null})),
+            (
+                true,
+                json!({"structuredContent": {"n": 1.5e300, "k": [1, -0.0, null]}, "isError": true}),
+            ),
+            (true, json!({"isError": true})),
+            (
+                true,
+                json!({"content": [text("é😀\u{1}")], "resultType": "complete", "_meta": {"a": 1}}),
+            ),
+            (
+                true,
+                json!({"content": [{"type": "text", "text": "x", "annotations": null, "_meta": null, "other": 3}], "isError": null, "extra": [1]}),
+            ),
+            // anything else: the general way
+            (
+                false,
+                json!({"content": [{"type": "text", "text": "hi", "annotations": {"priority": 1.0}}]}),
+            ),
+            (
+                false,
+                json!({"content": [{"type": "text", "text": "hi", "_meta": {}}]}),
+            ),
+            (
+                false,
+                json!({"content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}]}),
+            ),
+            (
+                false,
+                json!({"content": [{"type": "resource_link", "uri": "file:///x", "name": "x"}]}),
+            ),
+            (
+                false,
+                json!({"content": [], "resultType": "input_required"}),
+            ),
+            (false, json!({"content": [{"type": "text", "text": 7}]})),
+            (false, json!({"content": [{"text": "no type"}]})),
+            (false, json!({"content": "text"})),
+            (false, json!({"content": null})),
+            (false, json!({"isError": "yes"})),
+            (false, json!({"content": [], "_meta": 3})),
+            (false, json!({"tools": []})),
+            (false, json!({"_meta": {}})),
+            (false, json!([1])),
+            (false, json!(null)),
+            (false, json!("text")),
+        ];
+        let small = RunLimits {
+            max_output_lines: 3,
+            max_output_bytes: 40,
+            ..RunLimits::default()
+        };
+        let mut lines: Vec<(bool, String)> = results
+            .iter()
+            .map(|(fast, r)| {
+                (
+                    *fast,
+                    json!({"jsonrpc": "2.0", "id": 7, "result": r}).to_string(),
+                )
+            })
+            .collect();
+        // lines the general way reads differently, or must read
+        let usual = r#"{"type":"text","text":"hi"}"#;
+        for line in [
+            format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":[{usual}]}},"error":{{"code":1,"message":"m"}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":7,"method":"x","result":{{"content":[{usual}]}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":[{usual}],"content":[]}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":7,"id":8,"result":{{"content":[{usual}]}}}}"#),
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","type":"image","text":"x"}]}}"#.to_string(),
+            format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"isError":false,"isError":true,"content":[{usual}]}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":null,"result":{{"content":[{usual}]}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","result":{{"content":[{usual}]}}}}"#),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":7,"result":null}"#.to_string(),
+        ] {
+            lines.push((false, line));
+        }
+        lines.push((true, format!(r#"{{"id":"s7","jsonrpc":"2.0","result":{{"content":[{usual}]}},"x":{{"y":[1,2]}}}}"#)));
+        for (fast, line) in &lines {
+            let read = super::super::answer::read(line.as_bytes());
+            assert_eq!(read.is_some(), *fast, "{line}");
+            let Some((_, answer)) = read else { continue };
+            for limits in [RunLimits::default(), small] {
+                let one_pass = output_from(
+                    &limits,
+                    answer
+                        .texts
+                        .iter()
+                        .cloned()
+                        .map(|text| Content::Text { text }),
+                    answer.structured.clone(),
+                    answer.is_error,
+                );
+                assert_eq!(Some(one_pass), general(line, &limits), "{line}");
+            }
         }
     }
 }

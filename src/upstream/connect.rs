@@ -39,7 +39,10 @@ use crate::tools::{Progress, ToolOutput};
 #[derive(Clone, Default)]
 pub struct Handler {
     /// Progress tokens of running calls -> where their progress goes.
-    pub progress: Arc<Mutex<HashMap<ProgressToken, Progress>>>,
+    pub progress: Arc<Mutex<HashMap<ProgressToken, Progress, super::answer::Ids>>>,
+    /// A stdio upstream's requests waiting for answers, and the answers of
+    /// calls read in one pass (answer.rs) until their call takes them.
+    pub pending: Arc<Mutex<super::answer::Pending>>,
     /// Signalled when the upstream says its tools changed.
     pub tools_changed: Arc<Notify>,
     /// Where log records, resource updates and list changes go (with the
@@ -407,7 +410,12 @@ pub async fn connect_with(
         return Err("cannot open the server's stdio".to_string());
     };
     let transport = InOrder {
-        inner: super::stdio::StdioTransport::new(&table.name, stdout, stdin),
+        inner: super::stdio::StdioTransport::new(
+            &table.name,
+            stdout,
+            stdin,
+            handler.pending.clone(),
+        ),
         handler: handler.clone(),
     };
     match handler.clone().serve(transport).await {

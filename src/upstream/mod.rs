@@ -8,12 +8,14 @@
 //! sets, validation against its `inputSchema`, before-rules, redaction,
 //! result rules, limits and the decision log all come from the executor.
 
+mod answer;
 mod call;
 mod connect;
 mod http;
 mod passthrough;
 pub mod pin;
 mod stdio;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

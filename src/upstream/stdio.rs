@@ -7,9 +7,12 @@
 //! tries one after the other from a buffered copy of the message. For a
 //! `tools/call` answer that was most of the hop's decoding time, and
 //! `call.rs` turned the typed result back into JSON anyway. This transport
-//! remembers which requests it sent were `tools/call`s and hands their
-//! answers over as `ServerResult::CustomResult` (the JSON as it came);
-//! `call.rs` checks it has the shape of a `CallToolResult`. Every other
+//! remembers which requests it sent were `tools/call`s; a plain answer to
+//! one (text blocks) is read in one pass and filed for its call
+//! (`answer.rs`, rmcp gets a `null` result for the id), any other answer
+//! to one is handed over as `ServerResult::CustomResult` (the JSON as it
+//! came), and `call.rs` checks it has the shape of a `CallToolResult`. A
+//! `tools/call` request is written directly (`wire.rs`). Every other
 //! message (the handshake, listings, notifications, the upstream's own
 //! requests) is decoded into rmcp's types as before, and the routing of
 //! answers, progress and cancellation stays where it was (rmcp's service
@@ -31,7 +34,6 @@
 //!   waiting calls, "… is unavailable"), and the supervisor restarts it when
 //!   its process exits.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
@@ -43,19 +45,12 @@ use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
+use super::answer::Pending;
 use crate::lines::{Line, Lines};
 
 /// The longest line (one message) read from a server: 16 MiB, rmcp's own
 /// limit for stdio and for Streamable HTTP events.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
-
-/// Ids of the requests sent and not answered yet, and which of them are
-/// `tools/call`s.
-#[derive(Default)]
-struct Pending {
-    all: HashSet<RequestId>,
-    calls: HashSet<RequestId>,
-}
 
 /// A stdio transport for the client side of an upstream session.
 pub struct StdioTransport<R, W> {
@@ -76,12 +71,14 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     /// A transport reading `read` (the server's stdout) and writing `write`
-    /// (its stdin); `name` prefixes what it reports on stderr.
-    pub fn new(name: &str, read: R, write: W) -> Self {
+    /// (its stdin), keeping its requests in `pending` (shared with the
+    /// calls, which take their answers from it); `name` prefixes what it
+    /// reports on stderr.
+    pub fn new(name: &str, read: R, write: W, pending: Arc<Mutex<Pending>>) -> Self {
         StdioTransport {
             lines: Lines::new(read, MAX_LINE),
             write: Arc::new(tokio::sync::Mutex::new(Some(write))),
-            pending: Arc::default(),
+            pending,
             queued: Default::default(),
             name: name.to_string(),
         }
@@ -115,6 +112,16 @@ where
         let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
+        }
+        // A plain `tools/call` answer: read in one pass and filed for its
+        // call (answer.rs); rmcp gets an empty result for the id.
+        if let Some((id, answer)) = super::answer::read(line) {
+            if self.pending().file(&id, answer) {
+                return Some(JsonRpcMessage::response(
+                    ServerResult::CustomResult(CustomResult(Value::Null)),
+                    id,
+                ));
+            }
         }
         let mut value: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
@@ -256,10 +263,14 @@ where
             }
             _ => {}
         }
-        let bytes = serde_json::to_vec(&item).map(|mut b| {
-            b.push(b'\n');
-            b
-        });
+        // A `tools/call` is written directly (the same bytes, wire.rs).
+        let bytes = match super::wire::call_line(&item) {
+            Some(line) => Ok(line),
+            None => serde_json::to_vec(&item).map(|mut b| {
+                b.push(b'\n');
+                b
+            }),
+        };
         let write = self.write.clone();
         async move {
             let bytes = bytes.map_err(std::io::Error::other)?;

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
 use super::StdioTransport;
+use crate::upstream::answer::CallAnswer;
 
 /// A transport over two in-memory pipes: what the test writes to `server`
 /// is the server's output; what the transport sends arrives in `sent`.
@@ -15,7 +16,11 @@ fn pair() -> (
 ) {
     let (server, read) = tokio::io::duplex(1 << 20);
     let (write, sent) = tokio::io::duplex(1 << 20);
-    (StdioTransport::new("t", read, write), server, sent)
+    (
+        StdioTransport::new("t", read, write, Default::default()),
+        server,
+        sent,
+    )
 }
 
 fn request(id: i64, method: &str) -> TxJsonRpcMessage<RoleClient> {
@@ -84,16 +89,62 @@ async fn a_tools_call_answer_is_json_and_other_answers_are_typed() {
         }
         other => panic!("{other:?}"),
     }
+    // A plain answer is read in one pass and filed for its call; rmcp
+    // gets `null` for it.
     match next(&mut t).await {
         Some(JsonRpcMessage::Response(r)) => {
             assert_eq!(r.id, NumberOrString::Number(1));
             match r.result {
-                ServerResult::CustomResult(v) => assert_eq!(v.0, result),
+                ServerResult::CustomResult(v) => assert_eq!(v.0, Value::Null),
                 other => panic!("{other:?}"),
             }
         }
         other => panic!("{other:?}"),
     }
+    let filed = t.pending().take(&NumberOrString::Number(1));
+    assert_eq!(
+        filed,
+        Some(CallAnswer {
+            texts: vec!["hi".into()],
+            structured: None,
+            is_error: false
+        })
+    );
+    // Another shape of answer is handed over as the JSON it came as.
+    send(&mut t, 3, "tools/call").await;
+    let image = json!({"content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}]});
+    server
+        .write_all(format!("{}\n", json!({"jsonrpc": "2.0", "id": 3, "result": image})).as_bytes())
+        .await
+        .unwrap();
+    match next(&mut t).await {
+        Some(JsonRpcMessage::Response(r)) => match r.result {
+            ServerResult::CustomResult(v) => assert_eq!(v.0, image),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(t.pending().take(&NumberOrString::Number(3)), None);
+}
+
+#[tokio::test]
+async fn the_answer_of_a_call_that_ended_is_not_filed() {
+    let (mut t, mut server, _sent) = pair();
+    send(&mut t, 1, "tools/call").await;
+    // The call's future was dropped (call.rs forgets its id).
+    t.pending().forget(&NumberOrString::Number(1));
+    server
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"late\"}]}}\n")
+        .await
+        .unwrap();
+    match next(&mut t).await {
+        Some(JsonRpcMessage::Response(r)) => {
+            assert!(matches!(r.result, ServerResult::CallToolResult(_)), "{r:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(t.pending().take(&NumberOrString::Number(1)), None);
+    assert!(t.pending().all.is_empty());
 }
 
 #[tokio::test]
@@ -174,7 +225,9 @@ async fn an_answer_nobody_waits_for_is_skipped_and_the_call_gets_its_own() {
             let ServerResult::CustomResult(v) = r.result else {
                 panic!("typed")
             };
-            assert_eq!(v.0["content"][0]["text"], "one");
+            assert_eq!(v.0, Value::Null);
+            let filed = t.pending().take(&NumberOrString::Number(1)).unwrap();
+            assert_eq!(filed.texts, ["one"]);
         }
         other => panic!("{other:?}"),
     }
