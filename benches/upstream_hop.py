@@ -111,26 +111,33 @@ def upstream(kind, d):
     return "everything", [node(), js, "stdio"], "echo", {"message": "hello"}
 
 
+def configure(kind, d):
+    """Writes the manifests and policy for fronting `kind` into `d`:
+    (server name, upstream argv, tool, arguments, toolgate's serve args)."""
+    for sub in ("ws", "m", "p", "state"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    for f in os.listdir(REPO + "/tool-manifests"):
+        if f.endswith(".toml"):
+            open(os.path.join(d, "m", f), "w").write(open(REPO + "/tool-manifests/" + f).read())
+    name, up, tool, arguments = upstream(kind, d)
+    open(os.path.join(d, "m", name + ".toml"), "w").write(
+        "[server]\nname = \"%s\"\ncommand = [%s]\nenv = [\"PATH\", \"HOME\"]\n" % (name, ", ".join('"%s"' % w for w in up)))
+    open(os.path.join(d, "p", "policy.yaml"), "w").write(
+        "version: 1\nextends: [builtin:default]\ntools:\n  active: [\"%s__*\"]\n" % name)
+    gateway = ["serve", "--stdio", "--no-watch", "--decision-log", os.devnull,
+               "--policies", d + "/p", "--manifests", d + "/m", "--workspace", d + "/ws"]
+    return name, up, tool, arguments, gateway
+
+
 def bench(bins, n, rounds, kind):
     with tempfile.TemporaryDirectory() as d:
-        for sub in ("ws", "m", "p", "state"):
-            os.makedirs(os.path.join(d, sub))
-        for f in os.listdir(REPO + "/tool-manifests"):
-            if f.endswith(".toml"):
-                open(os.path.join(d, "m", f), "w").write(open(REPO + "/tool-manifests/" + f).read())
-        name, up, tool, arguments = upstream(kind, d)
-        open(os.path.join(d, "m", name + ".toml"), "w").write(
-            "[server]\nname = \"%s\"\ncommand = [%s]\nenv = [\"PATH\", \"HOME\"]\n" % (name, ", ".join('"%s"' % w for w in up)))
-        open(os.path.join(d, "p", "policy.yaml"), "w").write(
-            "version: 1\nextends: [builtin:default]\ntools:\n  active: [\"%s__*\"]\n" % name)
+        name, up, tool, arguments, gateway = configure(kind, d)
         # The floor: the same server behind a process that only copies bytes
         # (benches/relay.c, when a C compiler is at hand).
         relay_bin = os.path.join(d, "relay")
         has_cc = shutil.which("cc") and subprocess.run(
             ["cc", "-O2", "-o", relay_bin, os.path.join(REPO, "benches", "relay.c")], stderr=subprocess.DEVNULL).returncode == 0
         relay = [("relay", [relay_bin] + up, tool)] if has_cc else []
-        gateway = ["serve", "--stdio", "--no-watch", "--decision-log", os.devnull,
-                   "--policies", d + "/p", "--manifests", d + "/m", "--workspace", d + "/ws"]
         variants = [("direct", up, tool)] + relay + [(os.path.basename(b), [b] + gateway, name + "__" + tool) for b in bins]
         res = {v[0]: [] for v in variants}
         print(f"upstream: {kind} ({' '.join(os.path.basename(w) for w in up)}), {n} calls x {rounds} rounds", flush=True)
