@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use super::events::{Event, ToolResult};
+use super::events::{Event, EventKind, ToolResult};
 use super::pipeline::{self, Preflight, ABORTED};
-use super::{BatchOptions, BatchOutcome, Snapshot};
+use super::{BatchOptions, BatchOutcome, EventSink, Snapshot};
 use crate::config::manifest::ExecutionMode;
 use crate::policy::limits::check_batch;
 use crate::policy::ToolCall;
@@ -31,18 +31,28 @@ pub struct BatchRun {
 }
 
 impl BatchRun {
-    fn emit(&self, event: Event) {
-        if let Some(events) = &self.options.events {
-            events.emit(&event);
-        }
+    /// The sink, when it takes events of `kind` (the event is built only
+    /// then).
+    fn sink(&self, kind: EventKind) -> Option<&EventSink> {
+        wanted(&self.options, kind)
     }
 
     fn start(&self, call: &ToolCall) {
-        self.emit(Event::ToolExecutionStart {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            args: call.arguments.clone(),
-        });
+        if let Some(events) = self.sink(EventKind::Start) {
+            events.emit(&Event::ToolExecutionStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args: call.arguments.clone(),
+            });
+        }
+    }
+
+    fn result(&self, result: &ToolResult) {
+        if let Some(events) = self.sink(EventKind::Result) {
+            events.emit(&Event::ToolResult {
+                result: result.clone(),
+            });
+        }
     }
 
     fn end(&self, result: &ToolResult) {
@@ -73,7 +83,7 @@ impl BatchRun {
         } else {
             let results = self.run_parallel(calls).await;
             for r in &results {
-                self.emit(Event::ToolResult { result: r.clone() });
+                self.result(r);
             }
             results
         };
@@ -104,7 +114,7 @@ impl BatchRun {
                 self.start(call);
                 let r = fail(call);
                 self.end(&r);
-                self.emit(Event::ToolResult { result: r.clone() });
+                self.result(&r);
                 r
             })
             .collect()
@@ -121,9 +131,7 @@ impl BatchRun {
                 }
             };
             self.end(&result);
-            self.emit(Event::ToolResult {
-                result: result.clone(),
-            });
+            self.result(&result);
             results.push(result);
         }
         results
@@ -219,8 +227,13 @@ async fn execute_deferred(
     result
 }
 
+/// The batch's sink, when it takes events of `kind`.
+fn wanted(options: &BatchOptions, kind: EventKind) -> Option<&EventSink> {
+    options.events.as_ref().filter(|events| events.wants(kind))
+}
+
 fn emit_end(options: &BatchOptions, result: &ToolResult) {
-    if let Some(events) = &options.events {
+    if let Some(events) = wanted(options, EventKind::End) {
         events.emit(&Event::ToolExecutionEnd {
             id: result.id.clone(),
             name: result.name.clone(),

@@ -75,7 +75,7 @@ pub fn standalone_context(
     })
 }
 pub use coerce::coerce;
-pub use events::{Event, EventSink, ToolResult};
+pub use events::{Event, EventKind, EventSink, ToolResult};
 pub use prepare::prepare;
 pub use validate::{
     check_call_arguments, failure_message, failure_message_within, ArgumentSchema, ArgumentsRefused,
@@ -96,7 +96,8 @@ pub trait Approver: Send + Sync {
 /// How one batch runs.
 #[derive(Clone, Default)]
 pub struct BatchOptions {
-    /// Where events go; none when nobody watches.
+    /// Where events go; none when nobody watches. Only the kinds the sink
+    /// takes are built.
     pub events: Option<EventSink>,
     /// Cancels the whole batch. Cancelled calls still get their events and an
     /// `Operation aborted` result (or the tool's own abort error).

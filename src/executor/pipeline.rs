@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::after;
-use super::events::{empty_details, Event, ToolResult};
+use super::events::{empty_details, Event, EventKind, ToolResult};
 use super::validate::{check_call_arguments, ArgumentsRefused};
 use super::{BatchOptions, RunnableTool, Snapshot};
 use crate::policy::auth::Identity;
@@ -216,7 +216,10 @@ pub async fn execute(
     let progress = {
         let accepting = accepting.clone();
         let snapshot = snapshot.clone();
-        let events = options.events.clone();
+        let events = options
+            .events
+            .clone()
+            .filter(|events| events.wants(EventKind::Update));
         let (id, name) = (call.id.clone(), call.name.clone());
         Progress::new(move |partial| {
             if !accepting.load(Ordering::Acquire) {
