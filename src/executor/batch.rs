@@ -79,7 +79,7 @@ impl BatchRun {
                 pipeline::limit_result(&self.snapshot, call, &over)
             })
         } else if self.is_sequential(&calls) {
-            self.run_sequential(&calls).await
+            self.run_sequential(calls).await
         } else {
             let results = self.run_parallel(calls).await;
             for r in &results {
@@ -120,11 +120,14 @@ impl BatchRun {
             .collect()
     }
 
-    async fn run_sequential(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
+    async fn run_sequential(&self, calls: Vec<ToolCall>) -> Vec<ToolResult> {
         let mut results = Vec::with_capacity(calls.len());
-        for call in calls {
-            self.start(call);
-            let result = match pipeline::preflight(&self.snapshot, call, &self.options).await {
+        for mut call in calls {
+            self.start(&call);
+            // Handed over: preflight copies arguments only to change them.
+            let args = std::mem::take(&mut call.arguments);
+            let result = match pipeline::preflight(&self.snapshot, &call, args, &self.options).await
+            {
                 Preflight::Immediate(r) => *r,
                 Preflight::Ready(p) => {
                     pipeline::execute(&self.snapshot, &self.mutations, *p, &self.options).await
@@ -137,12 +140,15 @@ impl BatchRun {
         results
     }
 
-    async fn run_parallel(&self, calls: Vec<ToolCall>) -> Vec<ToolResult> {
+    async fn run_parallel(&self, mut calls: Vec<ToolCall>) -> Vec<ToolResult> {
         let mut slots: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
         let mut ready = Vec::new();
-        for (index, call) in calls.iter().enumerate() {
+        for (index, call) in calls.iter_mut().enumerate() {
             self.start(call);
-            match pipeline::preflight(&self.snapshot, call, &self.options).await {
+            // Handed over: preflight copies arguments only to change them;
+            // below, only the calls' ids and names are read.
+            let args = std::mem::take(&mut call.arguments);
+            match pipeline::preflight(&self.snapshot, call, args, &self.options).await {
                 Preflight::Immediate(r) => {
                     self.end(&r);
                     slots.push(Some(*r));

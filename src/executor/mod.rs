@@ -129,6 +129,9 @@ struct RunnableTool {
     info: ToolInfo,
     implementation: Arc<dyn Tool>,
     schema: OnceLock<Result<ArgumentSchema, String>>,
+    /// In the policy's active set (callers without a profile), as
+    /// `ToolSet::active_tool_for(None, …)` says; read once per snapshot.
+    active: bool,
 }
 
 impl RunnableTool {
@@ -187,6 +190,7 @@ impl Snapshot {
                         info: info.clone(),
                         implementation,
                         schema: OnceLock::new(),
+                        active: policy.tools.active_tool_for(None, info.name()).is_ok(),
                     },
                 );
             }
@@ -210,10 +214,18 @@ impl Snapshot {
         name: &str,
         profile: Option<&str>,
     ) -> Result<&RunnableTool, crate::policy::ToolNotFound> {
+        let not_found = || crate::policy::ToolNotFound(name.to_string());
+        if profile.is_none() {
+            // The answer for the active set was read when the snapshot was
+            // built (the policy never changes under a snapshot).
+            return self
+                .tools
+                .get(name)
+                .filter(|t| t.active)
+                .ok_or_else(not_found);
+        }
         self.policy.tools.active_tool_for(profile, name)?;
-        self.tools
-            .get(name)
-            .ok_or_else(|| crate::policy::ToolNotFound(name.to_string()))
+        self.tools.get(name).ok_or_else(not_found)
     }
 
     /// The workspace calls run in.
@@ -394,6 +406,8 @@ impl Executor {
     }
 }
 
+#[cfg(test)]
+mod fast_path_tests;
 #[cfg(test)]
 mod limit_tests;
 #[cfg(test)]
