@@ -81,7 +81,10 @@ impl BatchRun {
         } else if self.is_sequential(&calls) {
             self.run_sequential(calls).await
         } else {
-            let results = self.run_parallel(calls).await;
+            let results = match <[ToolCall; 1]>::try_from(calls) {
+                Ok([call]) => vec![self.run_one(call).await],
+                Err(calls) => self.run_parallel(calls).await,
+            };
             for r in &results {
                 self.result(r);
             }
@@ -140,6 +143,44 @@ impl BatchRun {
         results
     }
 
+    /// A parallel batch of one call: [`BatchRun::run_parallel`]'s steps
+    /// and events, without its slots and join set.
+    async fn run_one(&self, mut call: ToolCall) -> ToolResult {
+        self.start(&call);
+        let args = std::mem::take(&mut call.arguments);
+        let result = match pipeline::preflight(&self.snapshot, &call, args, &self.options).await {
+            Preflight::Immediate(r) => {
+                self.end(&r);
+                Some(*r)
+            }
+            Preflight::Ready(prepared) => {
+                let run = Box::pin(execute_deferred(
+                    &self.snapshot,
+                    &self.mutations,
+                    prepared,
+                    &self.options,
+                ));
+                pipeline::CatchUnwind(run).await.ok()
+            }
+        };
+        result.unwrap_or_else(|| self.lost(&call))
+    }
+
+    /// The result of a call whose execution failed outside the tool (the
+    /// tool's own panics are caught in `execute`), with its end event.
+    fn lost(&self, call: &ToolCall) -> ToolResult {
+        let r = ToolResult::error(
+            &call.id,
+            &call.name,
+            format!(
+                "Tool {} failed inside toolgate; its result is unknown.",
+                call.name
+            ),
+        );
+        emit_end(&self.options, &r);
+        r
+    }
+
     async fn run_parallel(&self, mut calls: Vec<ToolCall>) -> Vec<ToolResult> {
         let mut slots: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
         let mut ready = Vec::new();
@@ -195,20 +236,7 @@ impl BatchRun {
         slots
             .into_iter()
             .zip(calls.iter())
-            .map(|(slot, call)| {
-                slot.unwrap_or_else(|| {
-                    let r = ToolResult::error(
-                        &call.id,
-                        &call.name,
-                        format!(
-                            "Tool {} failed inside toolgate; its result is unknown.",
-                            call.name
-                        ),
-                    );
-                    emit_end(&self.options, &r);
-                    r
-                })
-            })
+            .map(|(slot, call)| slot.unwrap_or_else(|| self.lost(call)))
             .collect()
     }
 }
