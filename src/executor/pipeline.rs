@@ -295,34 +295,42 @@ pub async fn execute(
     let duration = started.elapsed();
     accepting.store(false, Ordering::Release);
 
-    let mut result = ToolResult::error(&call.id, &call.name, "");
-    match outcome {
-        Ok(Ok(output)) => {
-            result.content = output.content;
-            result.details = if output.details.is_null() {
-                empty_details()
-            } else {
-                output.details
-            };
-            result.is_error = false;
+    let or_empty = |details: Value| {
+        if details.is_null() {
+            empty_details()
+        } else {
+            details
         }
-        Ok(Err(error)) => {
-            result.content = vec![Content::text(error.message)];
-            if !error.details.is_null() {
-                result.details = error.details;
-            }
-        }
-        Err(_panic) => {
-            result.content = vec![Content::text(format!(
+    };
+    let (content, details, is_error) = match outcome {
+        Ok(Ok(output)) => (output.content, or_empty(output.details), false),
+        Ok(Err(error)) => (
+            vec![Content::text(error.message)],
+            or_empty(error.details),
+            true,
+        ),
+        Err(_panic) => (
+            vec![Content::text(format!(
                 "Tool {} crashed while running; its result is unknown.",
                 call.name
-            ))];
-        }
-    }
-    result.terminate = verdict.terminate;
-    result.verdict = Some(verdict);
-    result.policy_version = snapshot.policy.version.clone();
-    result.duration = Some(duration);
+            ))],
+            empty_details(),
+            true,
+        ),
+    };
+    // The call's id and name move into its result.
+    let mut result = ToolResult {
+        id: call.id,
+        name: call.name,
+        content,
+        details,
+        is_error,
+        terminate: verdict.terminate,
+        verdict: Some(verdict),
+        policy_version: snapshot.policy.version.clone(),
+        duration: Some(duration),
+        result_rule: None,
+    };
     // `call.arguments` is left empty above only when no result rule reads it.
     after::finalize(
         &snapshot.policy,
