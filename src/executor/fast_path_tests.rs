@@ -113,6 +113,20 @@ fn upstream_schemas() -> Vec<Value> {
         json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "integer",
             "minimum": 0}, "flag": {"type": "boolean", "default": false}, "any": {"title": "Any"}},
             "required": ["a"]}),
+        // The filesystem server's edit_file: an array of objects.
+        json!({"type": "object", "properties": {"path": {"type": "string"},
+            "edits": {"type": "array", "items": {"type": "object", "properties": {
+                "oldText": {"type": "string"}, "newText": {"type": "string"}},
+                "required": ["oldText", "newText"], "additionalProperties": false}},
+            "dryRun": {"type": "boolean", "default": false}},
+            "required": ["path", "edits"], "additionalProperties": false}),
+        // A GitHub-style search: enums, string arrays, a nested object.
+        json!({"type": "object", "properties": {
+            "state": {"type": "string", "enum": ["open", "closed"]},
+            "labels": {"type": "array", "items": {"type": "string"}},
+            "sort": {"enum": ["created", "updated", null]},
+            "page": {"type": "object", "properties": {"size": {"type": "integer"}}},
+            "raw": {"type": "array"}}}),
     ]
 }
 
@@ -124,8 +138,17 @@ fn builtin_manifests() -> Vec<Manifest> {
 
 #[test]
 fn the_usual_calls_take_the_fast_path() {
-    let [python, zod, mixed] = <[Value; 3]>::try_from(upstream_schemas()).unwrap();
+    let [python, zod, mixed, edit, search] = <[Value; 5]>::try_from(upstream_schemas()).unwrap();
     assert!(leaves_alone(&python, &json!({"text": "hello"})));
+    assert!(leaves_alone(
+        &edit,
+        &json!({"path": "a", "edits": [{"oldText": "x", "newText": "y"}], "dryRun": true})
+    ));
+    assert!(leaves_alone(
+        &search,
+        &json!({"state": "open", "labels": ["bug"], "sort": null, "page": {"size": 5},
+            "raw": [null, {"x": 1}]})
+    ));
     assert!(leaves_alone(
         &zod,
         &json!({"message": "hi", "extra": [null]})
@@ -146,7 +169,7 @@ fn the_usual_calls_take_the_fast_path() {
 
 #[test]
 fn anything_coercion_would_change_takes_the_full_path() {
-    let [python, _, mixed] = <[Value; 3]>::try_from(upstream_schemas()).unwrap();
+    let [python, _, mixed, edit, search] = <[Value; 5]>::try_from(upstream_schemas()).unwrap();
     for args in [
         json!({"text": 5}),
         json!({"text": null}),
@@ -167,6 +190,32 @@ fn anything_coercion_would_change_takes_the_full_path() {
         assert!(!leaves_alone(&mixed, &args), "{args}");
         assert_ne!(coerce(&mixed, args.clone()), args);
     }
+    for (schema, args) in [
+        (
+            &edit,
+            json!({"path": "a", "edits": {"oldText": "x", "newText": "y"}}),
+        ),
+        (
+            &edit,
+            json!({"path": "a", "edits": [{"oldText": "x", "newText": 1}]}),
+        ),
+        (&edit, json!({"path": "a", "edits": [], "dryRun": "false"})),
+        (&search, json!({"state": "OPEN"})),
+        (&search, json!({"labels": "bug"})),
+        (&search, json!({"labels": ["bug", 7]})),
+        (&search, json!({"page": {"size": "5"}})),
+    ] {
+        assert!(!leaves_alone(schema, &args), "{args}");
+    }
+    // A listed value of another type than the enum's: pass 3 converts it.
+    let listed = json!({"type": "object", "properties": {
+        "n": {"type": "integer", "enum": [1, "2"]},
+        "s": {"type": "string", "enum": ["a", 1]}}});
+    for args in [json!({"n": "2"}), json!({"s": 1})] {
+        assert!(!leaves_alone(&listed, &args), "{args}");
+        assert_ne!(coerce(&listed, args.clone()), args);
+    }
+    assert!(leaves_alone(&listed, &json!({"n": 1, "s": "a"})));
     // Shapes the fast path does not know: never "untouched".
     for schema in [
         json!({"type": "object", "properties": {"v": {"$ref": "#/$defs/x"}},
@@ -176,6 +225,13 @@ fn anything_coercion_would_change_takes_the_full_path() {
         json!({"properties": {"v": {"type": "string"}}}),
         json!({"type": "object", "anyOf": [{"required": ["v"]}]}),
         json!({"type": "object", "properties": {"v": {"type": ["string", "null"]}}}),
+        json!({"type": "object", "properties": {"v": {"type": "array",
+            "items": [{"type": "string"}]}}}),
+        json!({"type": "object", "properties": {"v": {"type": "array",
+            "prefixItems": [{"type": "string"}]}}}),
+        json!({"type": "object", "properties": {"v": {"type": "string", "const": "x"}}}),
+        json!({"type": "object", "properties": {"v": {"type": "object",
+            "additionalProperties": {"type": "string"}}}}),
     ] {
         assert!(Flat::of(&schema).is_none(), "{schema}");
     }
@@ -220,7 +276,10 @@ fn builtin_tools_get_the_same_answers_both_ways() {
 fn upstream_schemas_get_the_same_answers_both_ways() {
     for schema in upstream_schemas() {
         for input in table_inputs() {
-            for key in ["text", "message", "a", "b", "flag", "any", "extra"] {
+            for key in [
+                "text", "message", "a", "b", "flag", "any", "extra", "path", "edits", "dryRun",
+                "state", "labels", "sort", "page", "raw",
+            ] {
                 same_answer(&schema, &[], &json!({ key: input }));
             }
         }
@@ -244,21 +303,63 @@ fn prop_schema() -> impl Strategy<Value = Value> {
         1 => Just(json!({"enum": ["a", "b"]})),
         1 => Just(json!({"type": "array", "items": {"type": "integer"}})),
         1 => Just(json!({"type": "object", "properties": {"n": {"type": "number"}}})),
+        1 => Just(json!({"type": "string", "enum": ["a", "b", 1]})),
+        1 => Just(json!({"type": "integer", "enum": [1, 2, "2"]})),
+        1 => Just(json!({"enum": ["a", 1, null, true, [1], {"a": 1}]})),
+        1 => Just(json!({"type": "boolean", "enum": [true]})),
+        1 => Just(json!({"type": "array"})),
+        2 => Just(json!({"type": "array", "items": {"type": "string"}})),
+        1 => Just(json!({"type": "array", "items": {"type": "number"}})),
+        1 => Just(json!({"type": "array", "items": {"enum": ["a", null]}})),
+        1 => Just(json!({"type": "array", "items": {}})),
+        1 => Just(json!({"type": "array", "prefixItems": [{"type": "string"}]})),
+        1 => Just(json!({"type": "array", "items": {"type": "array", "items": {"type": "boolean"}}})),
+        2 => Just(json!({"type": "array", "items": {"type": "object", "required": ["n"],
+            "properties": {"n": {"type": "number"}, "b": {"type": "boolean"}}}})),
+        2 => Just(json!({"type": "object", "required": ["a"], "properties": {
+            "a": {"type": "string"}, "n": {"type": "integer"},
+            "inner": {"type": "object", "properties": {"b": {"type": "boolean"}}}}})),
+        1 => Just(json!({"type": "object", "additionalProperties": false,
+            "properties": {"b": {"type": "boolean"}}})),
+        1 => Just(json!({"type": "object", "properties": {"n": {"$ref": "#"}}})),
     ]
 }
 
 fn leaf() -> impl Strategy<Value = Value> {
+    // Values next to the schemas' types and options: what coercion changes
+    // and what it leaves alone.
+    let near = vec![
+        json!(null),
+        json!(true),
+        json!(false),
+        json!(0),
+        json!(1),
+        json!(2),
+        json!(-3),
+        json!(2.0),
+        json!(2.5),
+        json!(9_007_199_254_740_993u64),
+        json!("2"),
+        json!("1"),
+        json!("0"),
+        json!("true"),
+        json!("false"),
+        json!(""),
+        json!("null"),
+        json!("a"),
+        json!("b"),
+        json!("0x10"),
+        json!([1]),
+        json!({"a": 1}),
+    ];
     prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|i| json!(i)),
-        (-100i64..100).prop_map(|i| json!(i)),
-        any::<u64>().prop_map(|u| json!(u)),
-        (-1e3f64..1e3).prop_map(|f| json!(f)),
-        (-100i64..100).prop_map(|i| json!(i as f64)),
-        "[a-z0-9. ]{0,6}".prop_map(Value::String),
-        prop::sample::select(vec!["true", "false", "1", "0", "", "null", "2.5", "0x10"])
-            .prop_map(|s| json!(s)),
+        1 => Just(Value::Null),
+        6 => prop::sample::select(near),
+        1 => any::<i64>().prop_map(|i| json!(i)),
+        1 => any::<u64>().prop_map(|u| json!(u)),
+        1 => (-1e3f64..1e3).prop_map(|f| json!(f)),
+        1 => (-100i64..100).prop_map(|i| json!(i as f64)),
+        1 => "[a-z0-9. ]{0,6}".prop_map(Value::String),
     ]
 }
 
@@ -266,8 +367,15 @@ fn arg_value() -> impl Strategy<Value = Value> {
     leaf().prop_recursive(2, 8, 3, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-            prop::collection::vec(("[a-c]", inner), 0..3)
-                .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+            prop::collection::vec(
+                (prop::sample::select(vec!["a", "b", "n", "inner"]), inner),
+                0..3
+            )
+            .prop_map(|kv| Value::Object(
+                kv.into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect::<Map<_, _>>()
+            )),
         ]
     })
 }
@@ -315,7 +423,8 @@ fn args_for() -> impl Strategy<Value = Value> {
     prop::collection::vec(
         (
             prop::sample::select(vec!["p0", "p1", "p2", "p3", "x"]),
-            arg_value(),
+            // Mostly scalars: a recursive strategy seldom ends at a leaf.
+            prop_oneof![2 => leaf(), 1 => arg_value()],
         ),
         0..5,
     )
@@ -329,7 +438,7 @@ fn args_for() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(4000))]
+    #![proptest_config(ProptestConfig::with_cases(6000))]
 
     #[test]
     fn random_schemas_and_arguments_get_the_same_answers_both_ways(
