@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use super::events::{Event, ToolResult};
+use super::events::{Event, EventKind, ToolResult};
 use super::pipeline::{self, Preflight, ABORTED};
-use super::{BatchOptions, BatchOutcome, Snapshot};
+use super::{BatchOptions, BatchOutcome, EventSink, Snapshot};
 use crate::config::manifest::ExecutionMode;
 use crate::policy::limits::check_batch;
 use crate::policy::ToolCall;
@@ -31,18 +31,28 @@ pub struct BatchRun {
 }
 
 impl BatchRun {
-    fn emit(&self, event: Event) {
-        if let Some(events) = &self.options.events {
-            events.emit(&event);
-        }
+    /// The sink, when it takes events of `kind` (the event is built only
+    /// then).
+    fn sink(&self, kind: EventKind) -> Option<&EventSink> {
+        wanted(&self.options, kind)
     }
 
     fn start(&self, call: &ToolCall) {
-        self.emit(Event::ToolExecutionStart {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            args: call.arguments.clone(),
-        });
+        if let Some(events) = self.sink(EventKind::Start) {
+            events.emit(&Event::ToolExecutionStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args: call.arguments.clone(),
+            });
+        }
+    }
+
+    fn result(&self, result: &ToolResult) {
+        if let Some(events) = self.sink(EventKind::Result) {
+            events.emit(&Event::ToolResult {
+                result: result.clone(),
+            });
+        }
     }
 
     fn end(&self, result: &ToolResult) {
@@ -69,11 +79,14 @@ impl BatchRun {
                 pipeline::limit_result(&self.snapshot, call, &over)
             })
         } else if self.is_sequential(&calls) {
-            self.run_sequential(&calls).await
+            self.run_sequential(calls).await
         } else {
-            let results = self.run_parallel(calls).await;
+            let results = match <[ToolCall; 1]>::try_from(calls) {
+                Ok([call]) => vec![self.run_one(call).await],
+                Err(calls) => self.run_parallel(calls).await,
+            };
             for r in &results {
-                self.emit(Event::ToolResult { result: r.clone() });
+                self.result(r);
             }
             results
         };
@@ -104,37 +117,79 @@ impl BatchRun {
                 self.start(call);
                 let r = fail(call);
                 self.end(&r);
-                self.emit(Event::ToolResult { result: r.clone() });
+                self.result(&r);
                 r
             })
             .collect()
     }
 
-    async fn run_sequential(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
+    async fn run_sequential(&self, calls: Vec<ToolCall>) -> Vec<ToolResult> {
         let mut results = Vec::with_capacity(calls.len());
-        for call in calls {
-            self.start(call);
-            let result = match pipeline::preflight(&self.snapshot, call, &self.options).await {
+        for mut call in calls {
+            self.start(&call);
+            // Handed over: preflight copies arguments only to change them.
+            let args = std::mem::take(&mut call.arguments);
+            let result = match pipeline::preflight(&self.snapshot, &call, args, &self.options).await
+            {
                 Preflight::Immediate(r) => *r,
                 Preflight::Ready(p) => {
                     pipeline::execute(&self.snapshot, &self.mutations, *p, &self.options).await
                 }
             };
             self.end(&result);
-            self.emit(Event::ToolResult {
-                result: result.clone(),
-            });
+            self.result(&result);
             results.push(result);
         }
         results
     }
 
-    async fn run_parallel(&self, calls: Vec<ToolCall>) -> Vec<ToolResult> {
+    /// A parallel batch of one call: [`BatchRun::run_parallel`]'s steps
+    /// and events, without its slots and join set.
+    async fn run_one(&self, mut call: ToolCall) -> ToolResult {
+        self.start(&call);
+        let args = std::mem::take(&mut call.arguments);
+        let result = match pipeline::preflight(&self.snapshot, &call, args, &self.options).await {
+            Preflight::Immediate(r) => {
+                self.end(&r);
+                Some(*r)
+            }
+            Preflight::Ready(prepared) => {
+                let run = Box::pin(execute_deferred(
+                    &self.snapshot,
+                    &self.mutations,
+                    prepared,
+                    &self.options,
+                ));
+                pipeline::CatchUnwind(run).await.ok()
+            }
+        };
+        result.unwrap_or_else(|| self.lost(&call))
+    }
+
+    /// The result of a call whose execution failed outside the tool (the
+    /// tool's own panics are caught in `execute`), with its end event.
+    fn lost(&self, call: &ToolCall) -> ToolResult {
+        let r = ToolResult::error(
+            &call.id,
+            &call.name,
+            format!(
+                "Tool {} failed inside toolgate; its result is unknown.",
+                call.name
+            ),
+        );
+        emit_end(&self.options, &r);
+        r
+    }
+
+    async fn run_parallel(&self, mut calls: Vec<ToolCall>) -> Vec<ToolResult> {
         let mut slots: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
         let mut ready = Vec::new();
-        for (index, call) in calls.iter().enumerate() {
+        for (index, call) in calls.iter_mut().enumerate() {
             self.start(call);
-            match pipeline::preflight(&self.snapshot, call, &self.options).await {
+            // Handed over: preflight copies arguments only to change them;
+            // below, only the calls' ids and names are read.
+            let args = std::mem::take(&mut call.arguments);
+            match pipeline::preflight(&self.snapshot, call, args, &self.options).await {
                 Preflight::Immediate(r) => {
                     self.end(&r);
                     slots.push(Some(*r));
@@ -181,20 +236,7 @@ impl BatchRun {
         slots
             .into_iter()
             .zip(calls.iter())
-            .map(|(slot, call)| {
-                slot.unwrap_or_else(|| {
-                    let r = ToolResult::error(
-                        &call.id,
-                        &call.name,
-                        format!(
-                            "Tool {} failed inside toolgate; its result is unknown.",
-                            call.name
-                        ),
-                    );
-                    emit_end(&self.options, &r);
-                    r
-                })
-            })
+            .map(|(slot, call)| slot.unwrap_or_else(|| self.lost(call)))
             .collect()
     }
 }
@@ -219,8 +261,13 @@ async fn execute_deferred(
     result
 }
 
+/// The batch's sink, when it takes events of `kind`.
+fn wanted(options: &BatchOptions, kind: EventKind) -> Option<&EventSink> {
+    options.events.as_ref().filter(|events| events.wants(kind))
+}
+
 fn emit_end(options: &BatchOptions, result: &ToolResult) {
-    if let Some(events) = &options.events {
+    if let Some(events) = wanted(options, EventKind::End) {
         events.emit(&Event::ToolExecutionEnd {
             id: result.id.clone(),
             name: result.name.clone(),

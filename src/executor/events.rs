@@ -123,7 +123,36 @@ pub enum Event {
     },
 }
 
+/// The four kinds of [`Event`], for a sink that takes only some of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// [`Event::ToolExecutionStart`].
+    Start,
+    /// [`Event::ToolExecutionUpdate`].
+    Update,
+    /// [`Event::ToolExecutionEnd`].
+    End,
+    /// [`Event::ToolResult`].
+    Result,
+}
+
+impl EventKind {
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
 impl Event {
+    /// Which kind of event this is.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::ToolExecutionStart { .. } => EventKind::Start,
+            Event::ToolExecutionUpdate { .. } => EventKind::Update,
+            Event::ToolExecutionEnd { .. } => EventKind::End,
+            Event::ToolResult { .. } => EventKind::Result,
+        }
+    }
+
     /// The call id the event belongs to.
     pub fn call_id(&self) -> &str {
         match self {
@@ -137,13 +166,33 @@ impl Event {
 
 /// Where events go. Called synchronously, from whichever task produced the
 /// event, so it must be quick (push to a channel, write a line).
+///
+/// A sink says which kinds of events it takes ([`EventSink::only`]); the
+/// executor does not even build the others (an end or result event copies
+/// the whole result), so a front-end that reads only updates pays for
+/// updates only.
 #[derive(Clone)]
-pub struct EventSink(Arc<dyn Fn(&Event) + Send + Sync>);
+pub struct EventSink {
+    deliver: Arc<dyn Fn(&Event) + Send + Sync>,
+    /// One bit per [`EventKind`] taken.
+    kinds: u8,
+}
 
 impl EventSink {
-    /// Events delivered to `f`.
+    /// Every event delivered to `f`.
     pub fn new(f: impl Fn(&Event) + Send + Sync + 'static) -> EventSink {
-        EventSink(Arc::new(f))
+        EventSink {
+            deliver: Arc::new(f),
+            kinds: u8::MAX,
+        }
+    }
+
+    /// Events of `kinds` delivered to `f`; the others are never built.
+    pub fn only(kinds: &[EventKind], f: impl Fn(&Event) + Send + Sync + 'static) -> EventSink {
+        EventSink {
+            deliver: Arc::new(f),
+            kinds: kinds.iter().fold(0, |bits, k| bits | k.bit()),
+        }
     }
 
     /// A sink and the stream of its events, for observers that would rather
@@ -156,9 +205,16 @@ impl EventSink {
         (sink, rx)
     }
 
-    /// Delivers one event.
+    /// Whether this sink takes events of `kind`.
+    pub fn wants(&self, kind: EventKind) -> bool {
+        self.kinds & kind.bit() != 0
+    }
+
+    /// Delivers one event, if the sink takes its kind.
     pub fn emit(&self, event: &Event) {
-        (self.0)(event)
+        if self.wants(event.kind()) {
+            (self.deliver)(event)
+        }
     }
 }
 

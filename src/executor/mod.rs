@@ -75,7 +75,7 @@ pub fn standalone_context(
     })
 }
 pub use coerce::coerce;
-pub use events::{Event, EventSink, ToolResult};
+pub use events::{Event, EventKind, EventSink, ToolResult};
 pub use prepare::prepare;
 pub use validate::{
     check_call_arguments, failure_message, failure_message_within, ArgumentSchema, ArgumentsRefused,
@@ -96,7 +96,8 @@ pub trait Approver: Send + Sync {
 /// How one batch runs.
 #[derive(Clone, Default)]
 pub struct BatchOptions {
-    /// Where events go; none when nobody watches.
+    /// Where events go; none when nobody watches. Only the kinds the sink
+    /// takes are built.
     pub events: Option<EventSink>,
     /// Cancels the whole batch. Cancelled calls still get their events and an
     /// `Operation aborted` result (or the tool's own abort error).
@@ -128,6 +129,9 @@ struct RunnableTool {
     info: ToolInfo,
     implementation: Arc<dyn Tool>,
     schema: OnceLock<Result<ArgumentSchema, String>>,
+    /// In the policy's active set (callers without a profile), as
+    /// `ToolSet::active_tool_for(None, …)` says; read once per snapshot.
+    active: bool,
 }
 
 impl RunnableTool {
@@ -186,6 +190,7 @@ impl Snapshot {
                         info: info.clone(),
                         implementation,
                         schema: OnceLock::new(),
+                        active: policy.tools.active_tool_for(None, info.name()).is_ok(),
                     },
                 );
             }
@@ -209,10 +214,18 @@ impl Snapshot {
         name: &str,
         profile: Option<&str>,
     ) -> Result<&RunnableTool, crate::policy::ToolNotFound> {
+        let not_found = || crate::policy::ToolNotFound(name.to_string());
+        if profile.is_none() {
+            // The answer for the active set was read when the snapshot was
+            // built (the policy never changes under a snapshot).
+            return self
+                .tools
+                .get(name)
+                .filter(|t| t.active)
+                .ok_or_else(not_found);
+        }
         self.policy.tools.active_tool_for(profile, name)?;
-        self.tools
-            .get(name)
-            .ok_or_else(|| crate::policy::ToolNotFound(name.to_string()))
+        self.tools.get(name).ok_or_else(not_found)
     }
 
     /// The workspace calls run in.
@@ -393,6 +406,8 @@ impl Executor {
     }
 }
 
+#[cfg(test)]
+mod fast_path_tests;
 #[cfg(test)]
 mod limit_tests;
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! and the after-hook, as in Pi.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -17,8 +18,8 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::after;
-use super::events::{empty_details, Event, ToolResult};
-use super::validate::{check_call_arguments, ArgumentsRefused};
+use super::events::{empty_details, Event, EventKind, ToolResult};
+use super::validate::{ArgumentCheck, ArgumentsRefused};
 use super::{BatchOptions, RunnableTool, Snapshot};
 use crate::policy::auth::Identity;
 use crate::policy::{Decision, LimitExceeded, ToolCall, Verdict};
@@ -27,10 +28,9 @@ use crate::tools::{Content, MutationQueues, Progress, Tool, ToolContext};
 /// Pi's text for a call cancelled before it ran.
 pub const ABORTED: &str = "Operation aborted";
 
-/// A call that passed preflight.
+/// A call that passed preflight: its arguments as the tool gets them.
 pub struct Prepared {
     pub call: ToolCall,
-    pub args: Value,
     pub verdict: Verdict,
     pub implementation: Arc<dyn Tool>,
 }
@@ -62,6 +62,18 @@ pub fn check<'a>(
     call: &ToolCall,
     identity: Option<&Identity>,
 ) -> Result<Checked<'a>, Box<ToolResult>> {
+    check_with(snapshot, call, Cow::Borrowed(&call.arguments), identity)
+}
+
+/// [`check`] of `call` with the arguments `args` (preflight hands its own
+/// over, so arguments that need no change are never copied; `call`'s are
+/// not read).
+fn check_with<'a>(
+    snapshot: &'a Snapshot,
+    call: &ToolCall,
+    args: Cow<'_, Value>,
+    identity: Option<&Identity>,
+) -> Result<Checked<'a>, Box<ToolResult>> {
     let immediate = |message: String| {
         let mut r = ToolResult::error(&call.id, &call.name, message);
         r.policy_version = snapshot.policy.version.clone();
@@ -76,14 +88,14 @@ pub fn check<'a>(
             call.name
         ))
     })?;
-    let args = match check_call_arguments(
-        &call.name,
-        &tool.info.manifest.prepare,
-        tool.info.schema(),
+    let arguments = ArgumentCheck {
+        tool: &call.name,
+        steps: &tool.info.manifest.prepare,
+        schema_value: tool.info.schema(),
         schema,
-        &snapshot.policy.limits,
-        &call.arguments,
-    ) {
+        limits: &snapshot.policy.limits,
+    };
+    let args = match arguments.run(args, true) {
         Ok(args) => args,
         Err(ArgumentsRefused::OverLimit(over)) => {
             return Err(Box::new(limit_result(snapshot, call, &over)))
@@ -115,7 +127,13 @@ pub fn check<'a>(
 }
 
 /// Steps 2-5 for one call: [`check`], then `ask` put to the approver.
-pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOptions) -> Preflight {
+/// `args` are the call's arguments, handed over (`call`'s are not read).
+pub async fn preflight(
+    snapshot: &Snapshot,
+    call: &ToolCall,
+    args: Value,
+    options: &BatchOptions,
+) -> Preflight {
     let immediate = |message: String| {
         let mut r = ToolResult::error(&call.id, &call.name, message);
         r.policy_version = snapshot.policy.version.clone();
@@ -131,7 +149,7 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
         call: checked,
         verdict,
         tool,
-    } = match check(snapshot, call, options.identity.as_ref()) {
+    } = match check_with(snapshot, call, Cow::Owned(args), options.identity.as_ref()) {
         Ok(c) => c,
         Err(result) => return Preflight::Immediate(result),
     };
@@ -152,7 +170,6 @@ pub async fn preflight(snapshot: &Snapshot, call: &ToolCall, options: &BatchOpti
         return Preflight::Immediate(Box::new(r));
     }
     Preflight::Ready(Box::new(Prepared {
-        args: checked.arguments.clone(),
         call: checked,
         verdict,
         implementation: tool.implementation.clone(),
@@ -207,16 +224,25 @@ pub async fn execute(
     options: &BatchOptions,
 ) -> ToolResult {
     let Prepared {
-        call,
-        args,
+        mut call,
         verdict,
         implementation,
     } = prepared;
+    // The result rules read the call's arguments after the tool ran; when
+    // the policy has none, the tool takes them and nothing is copied.
+    let args = if snapshot.policy.results.is_empty() {
+        std::mem::take(&mut call.arguments)
+    } else {
+        call.arguments.clone()
+    };
     let accepting = Arc::new(AtomicBool::new(true));
     let progress = {
         let accepting = accepting.clone();
         let snapshot = snapshot.clone();
-        let events = options.events.clone();
+        let events = options
+            .events
+            .clone()
+            .filter(|events| events.wants(EventKind::Update));
         let (id, name) = (call.id.clone(), call.name.clone());
         Progress::new(move |partial| {
             if !accepting.load(Ordering::Acquire) {
@@ -269,34 +295,43 @@ pub async fn execute(
     let duration = started.elapsed();
     accepting.store(false, Ordering::Release);
 
-    let mut result = ToolResult::error(&call.id, &call.name, "");
-    match outcome {
-        Ok(Ok(output)) => {
-            result.content = output.content;
-            result.details = if output.details.is_null() {
-                empty_details()
-            } else {
-                output.details
-            };
-            result.is_error = false;
+    let or_empty = |details: Value| {
+        if details.is_null() {
+            empty_details()
+        } else {
+            details
         }
-        Ok(Err(error)) => {
-            result.content = vec![Content::text(error.message)];
-            if !error.details.is_null() {
-                result.details = error.details;
-            }
-        }
-        Err(_panic) => {
-            result.content = vec![Content::text(format!(
+    };
+    let (content, details, is_error) = match outcome {
+        Ok(Ok(output)) => (output.content, or_empty(output.details), false),
+        Ok(Err(error)) => (
+            vec![Content::text(error.message)],
+            or_empty(error.details),
+            true,
+        ),
+        Err(_panic) => (
+            vec![Content::text(format!(
                 "Tool {} crashed while running; its result is unknown.",
                 call.name
-            ))];
-        }
-    }
-    result.terminate = verdict.terminate;
-    result.verdict = Some(verdict);
-    result.policy_version = snapshot.policy.version.clone();
-    result.duration = Some(duration);
+            ))],
+            empty_details(),
+            true,
+        ),
+    };
+    // The call's id and name move into its result.
+    let mut result = ToolResult {
+        id: call.id,
+        name: call.name,
+        content,
+        details,
+        is_error,
+        terminate: verdict.terminate,
+        verdict: Some(verdict),
+        policy_version: snapshot.policy.version.clone(),
+        duration: Some(duration),
+        result_rule: None,
+    };
+    // `call.arguments` is left empty above only when no result rule reads it.
     after::finalize(
         &snapshot.policy,
         snapshot.workspace.root(),

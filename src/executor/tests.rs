@@ -456,3 +456,74 @@ async fn ask_without_an_approver_blocks_and_says_why() {
         .await;
     assert!(!r.is_error, "{}", r.text());
 }
+
+/// Every event of a batch as JSON, from a sink taking `kinds` (all: `None`).
+async fn events_as_json(kinds: Option<&[EventKind]>) -> Vec<String> {
+    let talky = Arc::new(Scripted {
+        delay_ms: 1,
+        updates: vec!["one\n", "two\n"],
+        fail: None,
+    });
+    let (_dir, exec) = executor(vec![("slow", talky)]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen_in_sink = seen.clone();
+    let record = move |e: &Event| {
+        let mut json = serde_json::to_value(e).unwrap();
+        // Timing differs between runs; everything else must not.
+        if let Some(ms) = json.as_object_mut().and_then(|o| o.remove("duration_ms")) {
+            assert!(ms.is_u64(), "{ms}");
+        }
+        seen_in_sink.lock().unwrap().push(json.to_string());
+    };
+    let sink = match kinds {
+        Some(kinds) => EventSink::only(kinds, record),
+        None => EventSink::new(record),
+    };
+    // A denied call (ends in preflight) and one that runs with updates.
+    let batch = vec![
+        call("1", "fast", json!({"x": 13})),
+        call("2", "slow", json!({"x": "7"})),
+    ];
+    let outcome = exec.run_batch(batch, options(Some(sink))).await;
+    assert_eq!(outcome.results.len(), 2);
+    let seen = seen.lock().unwrap().clone();
+    seen
+}
+
+#[tokio::test]
+async fn a_sink_gets_exactly_the_kinds_it_takes() {
+    let all = events_as_json(None).await;
+    let kinds = |e: &str| serde_json::from_str::<Value>(e).unwrap()["type"].clone();
+    let types: Vec<_> = all.iter().map(|e| kinds(e)).collect();
+    assert_eq!(
+        types,
+        [
+            "tool_execution_start",
+            "tool_execution_end",
+            "tool_execution_start",
+            "tool_execution_update",
+            "tool_execution_update",
+            "tool_execution_end",
+            "tool_result",
+            "tool_result"
+        ]
+    );
+    for (taken, names) in [
+        (&[EventKind::Update][..], &["tool_execution_update"][..]),
+        (
+            &[EventKind::Start, EventKind::Result][..],
+            &["tool_execution_start", "tool_result"][..],
+        ),
+        (&[EventKind::End][..], &["tool_execution_end"][..]),
+        (&[][..], &[][..]),
+    ] {
+        let only = events_as_json(Some(taken)).await;
+        // The same events, byte for byte, minus the kinds not taken.
+        let expected: Vec<_> = all
+            .iter()
+            .filter(|e| names.iter().any(|n| kinds(e) == *n))
+            .cloned()
+            .collect();
+        assert_eq!(only, expected, "{taken:?}");
+    }
+}

@@ -13,11 +13,13 @@
 //! { … }
 //! ```
 
+use std::borrow::Cow;
+
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::Validator;
 use serde_json::Value;
 
-use super::coerce::coerce;
+use super::coerce::{coerce, Flat};
 use super::prepare::prepare;
 use crate::config::manifest::PrepareStep;
 use crate::policy::limits::{check_arguments, LimitExceeded, Limits};
@@ -27,6 +29,8 @@ use crate::text::{format_size, DEFAULT_MAX_BYTES};
 #[derive(Debug)]
 pub struct ArgumentSchema {
     validator: Validator,
+    /// Coercion's fast path, when the schema has a shape it knows.
+    flat: Option<Flat>,
 }
 
 impl ArgumentSchema {
@@ -35,8 +39,17 @@ impl ArgumentSchema {
     /// unresolvable `$ref`); the caller reports that as the tool's error.
     pub fn compile(schema: &Value) -> Result<ArgumentSchema, String> {
         jsonschema::validator_for(schema)
-            .map(|validator| ArgumentSchema { validator })
+            .map(|validator| ArgumentSchema {
+                validator,
+                flat: Flat::of(schema),
+            })
             .map_err(|e| e.to_string())
+    }
+
+    /// True when coercion toward this schema would return `args` as they
+    /// are, so it need not run (see `coerce/flat.rs`).
+    fn coercion_leaves_alone(&self, args: &Value) -> bool {
+        self.flat.as_ref().is_some_and(|f| f.leaves_alone(args))
     }
 
     /// `Ok` when `args` is valid, else each problem as `(dotted path, message)`.
@@ -77,17 +90,55 @@ pub fn check_call_arguments(
     limits: &Limits,
     args: &Value,
 ) -> Result<Value, ArgumentsRefused> {
-    check_arguments(limits, tool, args).map_err(ArgumentsRefused::OverLimit)?;
-    let prepared = prepare(steps, args);
-    check_arguments(limits, tool, &prepared).map_err(ArgumentsRefused::OverLimit)?;
-    let coerced = coerce(schema_value, prepared.clone());
-    match schema.check(&coerced) {
-        Ok(()) => Ok(coerced),
-        Err(problems) => {
-            let max = usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX);
-            Err(ArgumentsRefused::Invalid(failure_message_within(
-                tool, &problems, &prepared, max,
-            )))
+    let call = ArgumentCheck {
+        tool,
+        steps,
+        schema_value,
+        schema,
+        limits,
+    };
+    call.run(Cow::Borrowed(args), true)
+}
+
+/// The inputs of [`check_call_arguments`] but the arguments.
+pub(super) struct ArgumentCheck<'a> {
+    pub tool: &'a str,
+    pub steps: &'a [PrepareStep],
+    pub schema_value: &'a Value,
+    pub schema: &'a ArgumentSchema,
+    pub limits: &'a Limits,
+}
+
+impl ArgumentCheck<'_> {
+    /// [`check_call_arguments`] on arguments the caller may hand over (then
+    /// arguments that need no change are not copied at all). `fast`: skip
+    /// coercion when it would change nothing; tests turn it off to pin the
+    /// fast path to the full one.
+    pub(super) fn run(&self, args: Cow<'_, Value>, fast: bool) -> Result<Value, ArgumentsRefused> {
+        let (tool, limits) = (self.tool, self.limits);
+        check_arguments(limits, tool, &args).map_err(ArgumentsRefused::OverLimit)?;
+        // Without steps, `prepare` returns its input: nothing to copy, and
+        // the limits just checked hold for it.
+        let prepared = if self.steps.is_empty() && fast {
+            args
+        } else {
+            let prepared = prepare(self.steps, &args);
+            check_arguments(limits, tool, &prepared).map_err(ArgumentsRefused::OverLimit)?;
+            Cow::Owned(prepared)
+        };
+        let coerced = if fast && self.schema.coercion_leaves_alone(&prepared) {
+            None
+        } else {
+            Some(coerce(self.schema_value, prepared.clone().into_owned()))
+        };
+        match self.schema.check(coerced.as_ref().unwrap_or(&prepared)) {
+            Ok(()) => Ok(coerced.unwrap_or_else(|| prepared.into_owned())),
+            Err(problems) => {
+                let max = usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX);
+                Err(ArgumentsRefused::Invalid(failure_message_within(
+                    tool, &problems, &prepared, max,
+                )))
+            }
         }
     }
 }

@@ -9,6 +9,7 @@
 //! Every check yields [`Finding`]s; the verdict is the strictest one (deny
 //! beats ask beats allow), the first found at that level.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -67,15 +68,17 @@ pub enum ToolStatus {
     Unknown,
 }
 
-/// Everything [`decide`] needs, gathered with I/O by [`gather`].
+/// Everything [`decide`] needs, gathered with I/O by [`gather`]. It
+/// borrows the call's arguments (`'a`).
 #[derive(Clone, Debug)]
-pub struct CallFacts {
+pub struct CallFacts<'a> {
     /// The tool's name.
     pub tool: String,
     /// Whether it exists.
     pub status: ToolStatus,
-    /// The arguments (`None` when they are not a JSON object).
-    pub args: Option<Map<String, Value>>,
+    /// The arguments (`None` when they are not a JSON object), as the call
+    /// has them.
+    pub args: Option<Cow<'a, Map<String, Value>>>,
     /// Path arguments, resolved.
     pub paths: Vec<PathFact>,
     /// The analyzed shell command, when the tool declares one.
@@ -111,31 +114,31 @@ fn is_harmless_device(word: &str) -> bool {
 }
 
 /// Resolves paths and analyzes commands of `call` (the I/O half of a decision).
-pub fn gather(policy: &Policy, ws: &Workspace, call: &ToolCall) -> CallFacts {
+pub fn gather<'a>(policy: &Policy, ws: &Workspace, call: &'a ToolCall) -> CallFacts<'a> {
     gather_in(policy, ws, call, None)
 }
 
 /// Like [`gather`], for a call whose command runs in `workdir` rather than
 /// the workspace (an agent CLI's `dir_path`): the command's relative words are
 /// judged from there, and `workdir` itself is checked like a path it reads.
-pub fn gather_in(
+pub fn gather_in<'a>(
     policy: &Policy,
     ws: &Workspace,
-    call: &ToolCall,
+    call: &'a ToolCall,
     workdir: Option<&str>,
-) -> CallFacts {
+) -> CallFacts<'a> {
     gather_as(policy, ws, call, workdir, None)
 }
 
 /// Like [`gather_in`], for a call made by `identity`: its profile decides
 /// which tools are active, and its id which `rules[].identities` apply.
-pub fn gather_as(
+pub fn gather_as<'a>(
     policy: &Policy,
     ws: &Workspace,
-    call: &ToolCall,
+    call: &'a ToolCall,
     workdir: Option<&str>,
     identity: Option<&Identity>,
-) -> CallFacts {
+) -> CallFacts<'a> {
     let profile = identity.and_then(|i| i.profile.as_deref());
     let status = match policy.tools.get(&call.name) {
         None => ToolStatus::Unknown,
@@ -149,7 +152,7 @@ pub fn gather_as(
         return CallFacts {
             tool: call.name.clone(),
             status,
-            args: Some(Map::new()),
+            args: Some(Cow::Owned(Map::new())),
             paths: Vec::new(),
             shell: None,
             problems: vec![Finding::new(
@@ -164,7 +167,7 @@ pub fn gather_as(
     let mut facts = CallFacts {
         tool: call.name.clone(),
         status,
-        args: call.arguments.as_object().cloned(),
+        args: call.arguments.as_object().map(Cow::Borrowed),
         paths: Vec::new(),
         shell: None,
         problems: Vec::new(),

@@ -200,13 +200,15 @@ impl LimitExceeded {
 /// checked first, without recursion, so that measuring the size (which
 /// serializes) is safe on any input.
 pub fn check_arguments(limits: &Limits, tool: &str, args: &Value) -> Result<(), LimitExceeded> {
-    if deeper_than(args, limits.max_argument_depth as usize) {
+    let Some(bound) = json_len_bound(args, limits.max_argument_depth as usize) else {
         return Err(LimitExceeded::ArgumentDepth {
             tool: tool.to_string(),
             max: limits.max_argument_depth,
         });
-    }
-    if json_len_over(args, limits.max_argument_bytes) {
+    };
+    // The bound settles nearly every call; only a value that might be over
+    // is measured exactly.
+    if bound > limits.max_argument_bytes && json_len_over(args, limits.max_argument_bytes) {
         return Err(LimitExceeded::ArgumentBytes {
             tool: tool.to_string(),
             max: limits.max_argument_bytes,
@@ -283,6 +285,70 @@ pub fn deeper_than(value: &Value, max: usize) -> bool {
         stack.extend(children.map(|c| (c, depth + 1)));
     }
     false
+}
+
+/// An upper bound of `value`'s length as compact JSON, or `None` when it
+/// nests arrays and objects more than `max_depth` levels deep (as
+/// [`deeper_than`]). One walk, with an explicit stack (allocated only for
+/// nested containers), so it cannot overflow on hostile input.
+///
+/// The bound: a string's bytes at most 6 times over (a control character
+/// is written `\u00XX`) plus its quotes, a number at most 24 bytes
+/// (`-2.2250738585072014e-308`; integers take at most 20), and the
+/// brackets, commas and colons exactly.
+fn json_len_bound(value: &Value, max_depth: usize) -> Option<u64> {
+    fn string(s: &str) -> u64 {
+        2 + 6 * s.len() as u64
+    }
+    fn leaf(v: &Value) -> u64 {
+        match v {
+            Value::Null | Value::Bool(true) => 4,
+            Value::Bool(false) => 5,
+            Value::Number(_) => 24,
+            Value::String(s) => string(s),
+            Value::Array(_) | Value::Object(_) => 0,
+        }
+    }
+    /// A leaf is counted now; a container waits on the stack.
+    fn child<'v>(c: &'v Value, depth: usize, stack: &mut Vec<(&'v Value, usize)>) -> u64 {
+        if c.is_array() || c.is_object() {
+            stack.push((c, depth + 1));
+        }
+        leaf(c)
+    }
+    /// Brackets, and one separator between two items.
+    fn punctuation(n: usize) -> u64 {
+        2 + n.saturating_sub(1) as u64
+    }
+    let mut bound: u64 = 0;
+    let mut stack: Vec<(&Value, usize)> = Vec::new();
+    let mut next = Some((value, 1));
+    while let Some((v, depth)) = next.take().or_else(|| stack.pop()) {
+        match v {
+            Value::Array(items) => {
+                if depth > max_depth {
+                    return None;
+                }
+                bound = bound.saturating_add(punctuation(items.len()));
+                for item in items {
+                    bound = bound.saturating_add(child(item, depth, &mut stack));
+                }
+            }
+            Value::Object(map) => {
+                if depth > max_depth {
+                    return None;
+                }
+                // Each entry also has its key and a colon.
+                bound = bound.saturating_add(punctuation(map.len()) + map.len() as u64);
+                for (key, item) in map {
+                    bound = bound.saturating_add(string(key));
+                    bound = bound.saturating_add(child(item, depth, &mut stack));
+                }
+            }
+            other => bound = bound.saturating_add(leaf(other)),
+        }
+    }
+    Some(bound)
 }
 
 /// True when `value` as compact JSON is longer than `max` bytes. Stops
@@ -363,6 +429,115 @@ mod tests {
             "{}",
             err.message()
         );
+    }
+
+    /// The limits as they were checked before the bound: depth, then the
+    /// exact length.
+    fn reference(limits: &Limits, args: &Value) -> Result<(), &'static str> {
+        if deeper_than(args, limits.max_argument_depth as usize) {
+            return Err("limits.max_argument_depth");
+        }
+        if json_len_over(args, limits.max_argument_bytes) {
+            return Err("limits.max_argument_bytes");
+        }
+        Ok(())
+    }
+
+    fn hostile_values() -> Vec<Value> {
+        vec![
+            json!(null),
+            json!(false),
+            json!(-9_223_372_036_854_775_808i64),
+            json!(u64::MAX),
+            json!(-2.2250738585072014e-308),
+            json!(1.7976931348623157e308),
+            json!(-1e-7),
+            json!("\u{0}\u{1f}\"\\\n"),
+            json!("ünï©ødé ✓"),
+            json!({"\u{7}key": ["\u{1}", {}, [], [[]]], "": null}),
+            json!([[[[["deep"]]]]]),
+            nested(40),
+        ]
+    }
+
+    #[test]
+    fn the_bound_is_never_below_the_length() {
+        for v in hostile_values() {
+            let exact = serde_json::to_string(&v).unwrap().len() as u64;
+            let bound = json_len_bound(&v, 1000).unwrap();
+            assert!(bound >= exact, "{v}: {bound} < {exact}");
+            for depth in 0..8 {
+                assert_eq!(
+                    json_len_bound(&v, depth).is_none(),
+                    deeper_than(&v, depth),
+                    "{v} at {depth}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bounded_checks_answer_as_the_exact_ones() {
+        for v in hostile_values() {
+            let exact = serde_json::to_string(&v).unwrap().len() as u64;
+            for max_bytes in [0, 1, exact.saturating_sub(1), exact, exact + 1, 4 << 20] {
+                for max_depth in [0, 1, 3, 32] {
+                    let limits = Limits {
+                        max_argument_bytes: max_bytes,
+                        max_argument_depth: max_depth,
+                        ..Limits::default()
+                    };
+                    assert_eq!(
+                        check_arguments(&limits, "t", &v).map_err(|e| e.rule()),
+                        reference(&limits, &v),
+                        "{v} within {max_bytes} B, {max_depth} levels"
+                    );
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_values_get_the_exact_answer(
+            v in json_value(),
+            max_bytes in 0u64..200,
+            max_depth in 0u32..5,
+        ) {
+            let exact = serde_json::to_string(&v).unwrap().len() as u64;
+            proptest::prop_assert!(json_len_bound(&v, 100).unwrap() >= exact);
+            let limits = Limits {
+                max_argument_bytes: max_bytes,
+                max_argument_depth: max_depth,
+                ..Limits::default()
+            };
+            proptest::prop_assert_eq!(
+                check_arguments(&limits, "t", &v).map_err(|e| e.rule()),
+                reference(&limits, &v)
+            );
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<u64>().prop_map(|u| json!(u)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            any::<String>().prop_map(Value::String),
+            "[\\x00-\\x1f\"\\\\a]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec((any::<String>(), inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
     }
 
     #[test]

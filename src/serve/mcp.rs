@@ -61,7 +61,7 @@ use super::passthrough;
 use super::upstream_ask;
 use super::upstream_rounds;
 use super::Gateway;
-use crate::executor::{Approver, BatchOptions, Event, EventSink, ToolResult};
+use crate::executor::{Approver, BatchOptions, Event, EventKind, EventSink, ToolResult};
 use crate::policy::auth::Identity;
 use crate::policy::tools::ToolInfo;
 use crate::policy::ToolCall;
@@ -517,7 +517,8 @@ impl McpServer {
             Asking::FirstAsk(question) => return Ok(question.into()),
         };
         let (updates_tx, mut updates) = mpsc::unbounded_channel::<ToolOutput>();
-        let events = EventSink::new(move |event| {
+        // Only updates are read here: the executor builds no other event.
+        let events = EventSink::only(&[EventKind::Update], move |event| {
             if let Event::ToolExecutionUpdate { partial, .. } = event {
                 let _ = updates_tx.send(partial.clone());
             }

@@ -25,7 +25,10 @@
 
 use serde_json::{Map, Value};
 
+mod flat;
 mod scalars;
+
+pub use flat::Flat;
 
 use scalars::{
     coerce_primitive, convert_literal, matches_type, number, try_boolean, try_null, try_number,
