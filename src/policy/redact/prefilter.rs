@@ -257,7 +257,7 @@ impl Keywords {
         }
         while at < to {
             if at + BLOCK > to || at + BLOCK_READ > hay.len() {
-                self.exact(hay, at, to, &mut found);
+                self.tail(hay, verify_hay, table, at, to, &mut found);
                 return;
             }
             let mut candidates = block_candidates(hay, at, table);
@@ -271,6 +271,33 @@ impl Keywords {
                 self.verify(verify_hay, pos, &mut found);
             }
             at += BLOCK;
+        }
+    }
+
+    /// The last positions, fewer than a block (a short text is only
+    /// these): the sieve at each, as a block checks its eight, then the
+    /// automaton anchored where it passes. Finds what the automaton alone
+    /// finds (`exact`), whose set-up cost more than the few lookups here.
+    #[inline]
+    fn tail(
+        &self,
+        hay: &[u8],
+        verify_hay: &[u8],
+        table: &[u8; TABLE_SLOTS],
+        from: usize,
+        to: usize,
+        found: &mut impl FnMut(usize, &[u32]),
+    ) {
+        for pos in from..to {
+            // Every keyword has three bytes or more (there is a sieve): none
+            // starts in the last two bytes.
+            let Some(&[a, b, c]) = hay.get(pos..pos + 3) else {
+                return;
+            };
+            let tri = u32::from_le_bytes([a, b, c, 0]) | 0x0020_2020;
+            if table[slot(tri)] != 0 && self.sieve2[slot2(tri)] != 0 {
+                self.verify(verify_hay, pos, found);
+            }
         }
     }
 
@@ -314,6 +341,17 @@ impl Keywords {
     #[cfg(test)]
     pub fn drop_fingerprint(&mut self) {
         self.fingerprint = None;
+    }
+
+    /// Drops the sieve (and with it the fingerprint and the class
+    /// prefixes), so the automaton alone scans every text, unanchored, as
+    /// it does for keyword sets with a short keyword (for tests that hold
+    /// the sieve's paths to it).
+    #[cfg(test)]
+    pub fn drop_sieve(&mut self) {
+        self.sieve = None;
+        self.fingerprint = None;
+        self.prefixes.clear();
     }
 
     /// Stops finding class prefixes, so rules without keywords run over all
