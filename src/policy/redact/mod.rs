@@ -312,6 +312,29 @@ impl Redactor {
         }
     }
 
+    /// `value` with every string redacted as [`Redactor::redact_json`]
+    /// does it, borrowed (not copied) when no string — object keys too —
+    /// holds a secret, which is nearly always.
+    pub fn redacted_json<'a>(&self, value: &'a serde_json::Value) -> Cow<'a, serde_json::Value> {
+        fn clean(r: &Redactor, value: &serde_json::Value) -> bool {
+            use serde_json::Value;
+            match value {
+                Value::String(s) => r.spans(s).is_empty(),
+                Value::Array(items) => items.iter().all(|v| clean(r, v)),
+                Value::Object(map) => map
+                    .iter()
+                    .all(|(k, v)| r.spans(k).is_empty() && clean(r, v)),
+                Value::Null | Value::Bool(_) | Value::Number(_) => true,
+            }
+        }
+        if clean(self, value) {
+            return Cow::Borrowed(value);
+        }
+        let mut owned = value.clone();
+        self.redact_json(&mut owned);
+        Cow::Owned(owned)
+    }
+
     /// A streaming redactor over this rule set: feed chunks with
     /// [`StreamRedactor::push`], end with [`StreamRedactor::finish`]. The
     /// concatenated output equals [`Redactor::redact`] of the concatenated
