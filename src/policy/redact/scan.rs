@@ -312,7 +312,13 @@ impl Scanner {
                 }
                 return;
             }
-            let found = self.search(compiled, rule, view, bound);
+            // Fewer bytes left than the shortest match: the regex finds
+            // nothing (it checks the same), so it is not set up to say so.
+            let found = if bound - state.next < compiled.built().min_len {
+                None
+            } else {
+                self.search(compiled, rule, view, bound)
+            };
             let overflow = self.search_overflow(compiled, rule, view, bound, found);
             let found = overflow.or(found);
             let Some((m_start, m_end)) = found else {

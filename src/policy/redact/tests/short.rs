@@ -146,3 +146,33 @@ proptest! {
         check(&text)?;
     }
 }
+
+/// A text that is one secret of a rule's shortest length and nothing else:
+/// the search span is exactly the shortest match, which the scanner must
+/// still search (it skips only spans shorter than that), with and without
+/// the prefilter's windows.
+#[test]
+fn secrets_of_the_shortest_length_alone_are_redacted() {
+    let discord = format!(
+        "MT{}.{}.{}",
+        gen(ALNUM, 22, 1),
+        gen(URLSAFE, 6, 2),
+        gen(URLSAFE, 27, 3)
+    );
+    let cases = [
+        ("discord-bot-token", discord),
+        ("twilio-api-key", format!("SK{}", gen(HEX, 32, 5))),
+        (
+            "aws-access-key-id",
+            format!("AKIA{}", gen(UPPER_B32, 16, 2)),
+        ),
+    ];
+    for (id, secret) in &cases {
+        for r in [defaults(), automaton_defaults()] {
+            assert_eq!(r.redact(secret), format!("[REDACTED:{id}]"), "{secret}");
+            // One byte short of the shape: nothing.
+            let short = &secret[..secret.len() - 1];
+            assert_eq!(r.redact(short), *short, "{short}");
+        }
+    }
+}
