@@ -49,3 +49,45 @@ fn redacted_json_is_redact_json_on_a_copy_and_borrows_clean_values() {
     }
     assert_eq!(borrowed, 4);
 }
+
+/// A walk takes one scanner for all its strings: each string is redacted
+/// as on its own, whatever the strings before it left (an open block, a
+/// keyword window, a secret cut off at the end).
+#[test]
+fn a_walk_redacts_each_string_as_on_its_own() {
+    fn each(r: &Redactor, value: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::String(s) => Value::String(r.redact(s).into_owned()),
+            Value::Array(items) => Value::Array(items.iter().map(|v| each(r, v)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (r.redact(k).into_owned(), each(r, v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    let atoms = super::streaming::atoms();
+    let strings: Vec<serde_json::Value> = atoms
+        .iter()
+        .flat_map(|a| {
+            let half: String = a.chars().take(a.chars().count() / 2).collect();
+            [a.clone(), "hello".to_string(), half]
+        })
+        .map(serde_json::Value::String)
+        .collect();
+    let keys: serde_json::Map<String, serde_json::Value> = atoms
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (format!("{i} {a}"), serde_json::json!([a, {"k": a}])))
+        .collect();
+    let value = serde_json::json!({"strings": strings, "keys": keys, "n": 1});
+    let r = defaults();
+    let want = each(r, &value);
+    assert_ne!(want, value);
+    let mut got = value.clone();
+    assert!(r.redact_json(&mut got));
+    assert_eq!(got.to_string(), want.to_string());
+    assert_eq!(r.redacted_json(&value).to_string(), want.to_string());
+}
