@@ -137,7 +137,7 @@ fn write_line(
             .filter(|a| !a.is_empty()),
     };
     let start = out.len();
-    if let Err(e) = serde_json::to_writer(&mut *out, &line) {
+    if let Err(e) = line.write(out) {
         out.truncate(start);
         let fallback =
             json!({"time": line.time, "id": result.id, "error": format!("unloggable call: {e}")});
@@ -146,7 +146,6 @@ fn write_line(
 }
 
 /// The fields of one line, in the order they are written.
-#[derive(Serialize)]
 struct Line<'a> {
     time: String,
     id: &'a str,
@@ -161,8 +160,38 @@ struct Line<'a> {
     arguments: &'a Value,
     identity: Option<&'a str>,
     profile: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Left out when `None`.
     audit: Option<Cow<'a, [AuditFinding]>>,
+}
+
+impl Line<'_> {
+    /// Appends the line as one JSON object, field by field: the bytes
+    /// `serde_json` writes for the struct (a derived `Serialize`, which it
+    /// was), without escaping the constant keys again for every line.
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        fn value(out: &mut Vec<u8>, key: &[u8], v: &impl Serialize) -> serde_json::Result<()> {
+            out.extend_from_slice(key);
+            serde_json::to_writer(&mut *out, v)
+        }
+        value(out, b"{\"time\":", &self.time)?;
+        value(out, b",\"id\":", &self.id)?;
+        value(out, b",\"tool\":", &self.tool)?;
+        value(out, b",\"decision\":", &self.decision)?;
+        value(out, b",\"rule\":", &self.rule)?;
+        value(out, b",\"reason\":", &self.reason)?;
+        value(out, b",\"policy_version\":", &self.policy_version)?;
+        value(out, b",\"duration_ms\":", &self.duration_ms)?;
+        value(out, b",\"is_error\":", &self.is_error)?;
+        value(out, b",\"result_rule\":", &self.result_rule)?;
+        value(out, b",\"arguments\":", self.arguments)?;
+        value(out, b",\"identity\":", &self.identity)?;
+        value(out, b",\"profile\":", &self.profile)?;
+        if let Some(audit) = &self.audit {
+            value(out, b",\"audit\":", audit)?;
+        }
+        out.push(b'}');
+        Ok(())
+    }
 }
 
 /// Audit findings with their reasons redacted like the top-level reason (a
