@@ -81,6 +81,10 @@ pub(super) struct Keywords {
     fingerprint: Option<Fingerprint>,
     /// The class prefixes of the rules covered (only with `fingerprint`).
     prefixes: Vec<Prefix>,
+    /// The bytes any of `prefixes` can begin with: a position whose byte is
+    /// not one has none of them (most positions of a short text, which the
+    /// fingerprint leaves to the byte loop).
+    prefix_first: ByteSet,
 }
 
 impl Keywords {
@@ -191,6 +195,7 @@ impl Keywords {
             .chain(prefixes.iter().map(|p| p.classes.len()))
             .max()
             .unwrap_or(0);
+        let prefix_first = first_bytes(&prefixes);
         Ok(Some(Keywords {
             automaton,
             max_len,
@@ -199,6 +204,7 @@ impl Keywords {
             sieve2,
             fingerprint,
             prefixes,
+            prefix_first,
         }))
     }
 
@@ -252,7 +258,9 @@ impl Keywords {
         // where it was dropped, in tests).
         if !self.prefixes.is_empty() {
             for pos in at..to {
-                self.prefixes_at(verify_hay, pos, &mut found);
+                if hay.get(pos).is_some_and(|&b| self.prefix_first.contains(b)) {
+                    self.prefixes_at(verify_hay, pos, &mut found);
+                }
             }
         }
         while at < to {
@@ -352,6 +360,7 @@ impl Keywords {
         self.sieve = None;
         self.fingerprint = None;
         self.prefixes.clear();
+        self.prefix_first = ByteSet::EMPTY;
     }
 
     /// Stops finding class prefixes, so rules without keywords run over all
@@ -359,6 +368,7 @@ impl Keywords {
     #[cfg(test)]
     pub fn drop_prefixes(&mut self) {
         self.prefixes.clear();
+        self.prefix_first = ByteSet::EMPTY;
     }
 
     /// Drops the fingerprint's AVX-512 steps, so its AVX2 steps run alone
@@ -390,6 +400,14 @@ impl Keywords {
             at = m.start() + 1;
         }
     }
+}
+
+/// The union of the prefixes' first classes.
+fn first_bytes(prefixes: &[Prefix]) -> ByteSet {
+    prefixes
+        .iter()
+        .filter_map(|p| p.classes.first())
+        .fold(ByteSet::EMPTY, |all, c| all.union(*c))
 }
 
 fn slot(folded: u32) -> usize {
