@@ -31,7 +31,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::executor::{redact_value, ToolResult};
+use crate::executor::ToolResult;
 use crate::policy::auth::Identity;
 use crate::policy::{AuditFinding, Decision, Policy};
 
@@ -62,38 +62,57 @@ impl DecisionLog {
         elapsed: Duration,
         identity: Option<&Identity>,
     ) {
-        let mut line = decision_line(policy, result, arguments, elapsed, identity);
-        line.push('\n');
+        let mut line = Vec::with_capacity(LINE_CAPACITY);
+        write_line(&mut line, policy, result, arguments, elapsed, identity);
+        line.push(b'\n');
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         // One write per line (`writeln!` on the unbuffered file made two
         // system calls: the line, then its newline).
-        if out
-            .write_all(line.as_bytes())
-            .and_then(|_| out.flush())
-            .is_err()
-        {
+        if out.write_all(&line).and_then(|_| out.flush()).is_err() {
             eprintln!("toolgate: could not write the decision log");
         }
     }
 }
 
-/// One call's log line.
-pub fn decision_line(
+/// Room for a typical line up front (time, ids, a short reason and small
+/// arguments), so serializing it does not grow the buffer.
+const LINE_CAPACITY: usize = 512;
+
+/// One call's log line, as [`DecisionLog::record`] writes it (without the
+/// newline), for tests.
+#[cfg(test)]
+fn decision_line(
     policy: &Policy,
     result: &ToolResult,
     arguments: &Value,
     elapsed: Duration,
     identity: Option<&Identity>,
 ) -> String {
-    let mut arguments = arguments.clone();
-    redact_value(policy.redactor.get(), &mut arguments);
+    let mut line = Vec::with_capacity(LINE_CAPACITY);
+    write_line(&mut line, policy, result, arguments, elapsed, identity);
+    // Serialized JSON is UTF-8.
+    String::from_utf8(line).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Appends one call's line (no newline) to `out`.
+fn write_line(
+    out: &mut Vec<u8>,
+    policy: &Policy,
+    result: &ToolResult,
+    arguments: &Value,
+    elapsed: Duration,
+    identity: Option<&Identity>,
+) {
+    let redactor = policy.redactor.get();
+    // Copied only when a secret has to be taken out.
+    let arguments = redactor.redacted_json(arguments);
     let verdict = result.verdict.as_ref();
     let reason = match verdict {
-        Some(v) => v.reason.clone(),
-        None => first_chars(&result.text(), 300),
+        Some(v) => Cow::Borrowed(v.reason.as_str()),
+        None => Cow::Owned(first_chars(&result.text(), 300)),
     };
-    let reason = match policy.redactor.get().redact(&reason) {
-        Cow::Owned(clean) => clean,
+    let reason = match redactor.redact(&reason) {
+        Cow::Owned(clean) => Cow::Owned(clean),
         Cow::Borrowed(_) => reason,
     };
     // Serialized straight from borrowed fields (no intermediate `Value`
@@ -117,21 +136,23 @@ pub fn decision_line(
             .map(|v| redacted_findings(policy, &v.audit))
             .filter(|a| !a.is_empty()),
     };
-    serde_json::to_string(&line).unwrap_or_else(|e| {
-        json!({"time": line.time, "id": result.id, "error": format!("unloggable call: {e}")})
-            .to_string()
-    })
+    let start = out.len();
+    if let Err(e) = line.write(out) {
+        out.truncate(start);
+        let fallback =
+            json!({"time": line.time, "id": result.id, "error": format!("unloggable call: {e}")});
+        out.extend_from_slice(fallback.to_string().as_bytes());
+    }
 }
 
 /// The fields of one line, in the order they are written.
-#[derive(Serialize)]
 struct Line<'a> {
     time: String,
     id: &'a str,
     tool: &'a str,
     decision: Option<Decision>,
     rule: Option<&'a str>,
-    reason: String,
+    reason: Cow<'a, str>,
     policy_version: &'a str,
     duration_ms: f64,
     is_error: bool,
@@ -139,8 +160,38 @@ struct Line<'a> {
     arguments: &'a Value,
     identity: Option<&'a str>,
     profile: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Left out when `None`.
     audit: Option<Cow<'a, [AuditFinding]>>,
+}
+
+impl Line<'_> {
+    /// Appends the line as one JSON object, field by field: the bytes
+    /// `serde_json` writes for the struct (a derived `Serialize`, which it
+    /// was), without escaping the constant keys again for every line.
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        fn value(out: &mut Vec<u8>, key: &[u8], v: &impl Serialize) -> serde_json::Result<()> {
+            out.extend_from_slice(key);
+            serde_json::to_writer(&mut *out, v)
+        }
+        value(out, b"{\"time\":", &self.time)?;
+        value(out, b",\"id\":", &self.id)?;
+        value(out, b",\"tool\":", &self.tool)?;
+        value(out, b",\"decision\":", &self.decision)?;
+        value(out, b",\"rule\":", &self.rule)?;
+        value(out, b",\"reason\":", &self.reason)?;
+        value(out, b",\"policy_version\":", &self.policy_version)?;
+        value(out, b",\"duration_ms\":", &self.duration_ms)?;
+        value(out, b",\"is_error\":", &self.is_error)?;
+        value(out, b",\"result_rule\":", &self.result_rule)?;
+        value(out, b",\"arguments\":", self.arguments)?;
+        value(out, b",\"identity\":", &self.identity)?;
+        value(out, b",\"profile\":", &self.profile)?;
+        if let Some(audit) = &self.audit {
+            value(out, b",\"audit\":", audit)?;
+        }
+        out.push(b'}');
+        Ok(())
+    }
 }
 
 /// Audit findings with their reasons redacted like the top-level reason (a
@@ -175,25 +226,22 @@ fn rfc3339(secs: f64) -> String {
     if !(0..=9999).contains(&year) {
         return format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z");
     }
-    // Digit by digit: `format!` with padding was a visible part of a
-    // decision log line's cost.
-    let mut out = String::with_capacity(24);
-    for (n, (width, after)) in fields.into_iter().zip([
-        (4, '-'),
-        (2, '-'),
-        (2, 'T'),
-        (2, ':'),
-        (2, ':'),
-        (2, '.'),
-        (3, 'Z'),
-    ]) {
-        for place in (0..width).rev() {
-            let digit = n / 10_i64.pow(place) % 10;
-            out.push(char::from(b'0' + digit as u8));
+    // Digit by digit into a fixed buffer: `format!` with padding, and then
+    // a loop of powers of ten, were a visible part of a line's cost.
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    for (n, (at, width)) in
+        fields
+            .into_iter()
+            .zip([(0, 4), (5, 2), (8, 2), (11, 2), (14, 2), (17, 2), (20, 3)])
+    {
+        let mut n = n;
+        for place in (at..at + width).rev() {
+            out[place] = b'0' + (n % 10) as u8;
+            n /= 10;
         }
-        out.push(after);
     }
-    out
+    // ASCII digits and separators only.
+    std::str::from_utf8(&out).unwrap_or_default().to_owned()
 }
 
 /// `secs` since the epoch as year, month, day, hour, minute, second and
@@ -226,6 +274,7 @@ fn civil(secs: f64) -> [i64; 7] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::executor::redact_value;
 
     /// The line as it was built before it was serialized from a struct
     /// (a `json!` map): the bytes must not change.
@@ -295,15 +344,23 @@ mod tests {
             source: crate::policy::auth::IdentitySource::default(),
         };
         let args = json!({"command": format!("echo {key}"), "n": 1.5, "z": [null, true], "a": {}});
-        for result in [&denied, &allowed, &unknown] {
+        // Clean arguments are serialized borrowed, not copied and redacted.
+        let clean = json!({"text": "hello", "n": [1, {"k": "v"}]});
+        for (result, args) in [
+            (&denied, &args),
+            (&allowed, &args),
+            (&unknown, &args),
+            (&allowed, &clean),
+            (&denied, &clean),
+        ] {
             for identity in [None, Some(&who)] {
                 for elapsed in [Duration::ZERO, Duration::from_micros(1234567)] {
-                    let got = decision_line(&policy, result, &args, elapsed, identity);
+                    let got = decision_line(&policy, result, args, elapsed, identity);
                     // Byte for byte, after the time (which differs).
                     let time = serde_json::from_str::<Value>(&got).unwrap()["time"].clone();
                     assert!(time.as_str().is_some_and(|t| t.ends_with('Z')), "{got}");
                     let got = got.replacen(&format!("\"time\":{time}"), "\"time\":\"T\"", 1);
-                    let want = line_as_a_map(&policy, result, &args, elapsed, identity);
+                    let want = line_as_a_map(&policy, result, args, elapsed, identity);
                     assert_eq!(got, want);
                     assert!(!want.contains(key), "{want}");
                 }

@@ -211,11 +211,15 @@ fn mcp_tool(info: &ToolInfo) -> Option<Tool> {
 /// have MCP's shape; one that does not convert makes the result an error
 /// (fail closed: never a success the model cannot read).
 pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
+    // Sized to the blocks: collecting a `Result` iterator starts at four
+    // (large) blocks, an allocation the system allocator's per-thread
+    // cache does not serve, which cost more than the rest of this function.
+    let mut blocks = Vec::with_capacity(result.content.len());
     let content = result
         .content
         .iter()
-        .map(content_block)
-        .collect::<Result<Vec<ContentBlock>, _>>();
+        .try_for_each(|c| content_block(c).map(|b| blocks.push(b)))
+        .map(|()| blocks);
     match content {
         Ok(content) if result.is_error => CallToolResult::error(content),
         Ok(content) => {

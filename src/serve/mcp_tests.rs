@@ -120,3 +120,61 @@ fn results_keep_mcp_content_and_error_flag() {
     assert_eq!(out["content"][0]["type"], "image");
     assert_eq!(out["content"][0]["mimeType"], "image/png");
 }
+
+/// The blocks, collected into a vector sized up front, are what collecting
+/// the `Result` iterator gave: every kind, in order, none, or an invalid one.
+#[test]
+fn results_carry_every_block_in_order_as_the_collected_blocks_did() {
+    let collected = |r: &ToolResult| -> serde_json::Value {
+        let content = r
+            .content
+            .iter()
+            .map(content_block)
+            .collect::<Result<Vec<ContentBlock>, _>>();
+        let out = match content {
+            Ok(content) if r.is_error => CallToolResult::error(content),
+            Ok(content) => {
+                let mut out = CallToolResult::success(content);
+                out.structured_content = r.details.get("structuredContent").cloned();
+                out
+            }
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "Tool {} returned content that is not valid MCP content: {e}",
+                r.name
+            ))]),
+        };
+        serde_json::to_value(out).unwrap()
+    };
+    let image = Content::Image {
+        data: "AAAA".into(),
+        mime_type: "image/png".into(),
+    };
+    let resource = Content::Resource {
+        resource: serde_json::json!({"uri": "file:///a", "text": "x"}),
+    };
+    let bad = Content::Resource {
+        resource: serde_json::json!(5),
+    };
+    let mut r = ToolResult::error("1", "t", "first");
+    r.is_error = false;
+    r.details = serde_json::json!({"structuredContent": {"said": "hi"}});
+    let lists = [
+        vec![],
+        vec![Content::text("only")],
+        vec![
+            Content::text("a"),
+            image.clone(),
+            Content::text("b"),
+            resource,
+        ],
+        vec![Content::text("a"), bad, image],
+    ];
+    for content in lists {
+        r.content = content;
+        for is_error in [false, true] {
+            r.is_error = is_error;
+            let got = serde_json::to_value(call_tool_result(&r)).unwrap();
+            assert_eq!(got, collected(&r), "{:?}", r.content);
+        }
+    }
+}

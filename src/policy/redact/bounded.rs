@@ -169,6 +169,9 @@ pub(super) struct Capped {
     pub regex: meta::Regex,
     /// Its longest match.
     pub max_len: usize,
+    /// Its shortest match: a span with fewer bytes holds none (the regex
+    /// would say so itself, after setting up a search).
+    pub min_len: usize,
     /// How a match of a secret that reached a cap goes on.
     pub overflow: Option<Overflow>,
     /// The smallest cap of a repetition outside the secret: a match that
@@ -199,6 +202,7 @@ pub(super) fn build(analyzed: &Analyzed) -> Result<Capped, String> {
             Ok(regex) => Ok(Capped {
                 regex,
                 max_len: analyzed.max_len,
+                min_len: analyzed.hir.properties().minimum_len().unwrap_or(0),
                 overflow: None,
                 context_cap: None,
             }),
@@ -236,6 +240,7 @@ pub(super) fn build(analyzed: &Analyzed) -> Result<Capped, String> {
                 return Ok(Capped {
                     regex,
                     max_len,
+                    min_len: capped.properties().minimum_len().unwrap_or(0),
                     overflow,
                     context_cap: caps::context_caps(&analyzed.hir, &caps).into_iter().min(),
                 })

@@ -212,7 +212,17 @@ impl Redactor {
     /// the longer one, then the earlier rule), so no part of either secret
     /// survives and the output is never garbled.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut spans = self.spans(text);
+        self.apply(text, self.spans(text))
+    }
+
+    /// [`Redactor::redact`] with a scanner the caller holds (for walks over
+    /// many strings, which take a scanner once).
+    fn redact_in<'a>(&self, scanner: &mut Scanner, text: &'a str) -> Cow<'a, str> {
+        self.apply(text, self.spans_in(scanner, text))
+    }
+
+    /// `text` with `spans` (a scan's, in any order) redacted.
+    fn apply<'a>(&self, text: &'a str, mut spans: Vec<Span>) -> Cow<'a, str> {
         if spans.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -277,28 +287,35 @@ impl Redactor {
     /// Redacts every string in `value` in place — object keys too — for tool
     /// `details` and decision-log arguments. Returns whether anything changed.
     pub fn redact_json(&self, value: &mut serde_json::Value) -> bool {
+        self.with_scanner(|scanner| self.redact_json_in(scanner, value))
+    }
+
+    fn redact_json_in(&self, scanner: &mut Scanner, value: &mut serde_json::Value) -> bool {
         use serde_json::Value;
         match value {
-            Value::String(s) => match self.redact(s) {
+            Value::String(s) => match self.redact_in(scanner, s) {
                 Cow::Borrowed(_) => false,
                 Cow::Owned(redacted) => {
                     *s = redacted;
                     true
                 }
             },
-            Value::Array(items) => items
-                .iter_mut()
-                .fold(false, |changed, v| self.redact_json(v) | changed),
+            Value::Array(items) => items.iter_mut().fold(false, |changed, v| {
+                self.redact_json_in(scanner, v) | changed
+            }),
             Value::Object(map) => {
                 let mut changed = false;
                 for v in map.values_mut() {
-                    changed |= self.redact_json(v);
+                    changed |= self.redact_json_in(scanner, v);
                 }
-                if map.keys().any(|k| matches!(self.redact(k), Cow::Owned(_))) {
+                if map
+                    .keys()
+                    .any(|k| matches!(self.redact_in(scanner, k), Cow::Owned(_)))
+                {
                     // Rebuilt rather than renamed in place, to keep the key order.
                     let old = std::mem::take(map);
                     for (k, v) in old {
-                        map.insert(self.redact(&k).into_owned(), v);
+                        map.insert(self.redact_in(scanner, &k).into_owned(), v);
                     }
                     changed = true;
                 }
@@ -306,6 +323,29 @@ impl Redactor {
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => false,
         }
+    }
+
+    /// `value` with every string redacted as [`Redactor::redact_json`]
+    /// does it, borrowed (not copied) when no string — object keys too —
+    /// holds a secret, which is nearly always.
+    pub fn redacted_json<'a>(&self, value: &'a serde_json::Value) -> Cow<'a, serde_json::Value> {
+        fn clean(r: &Redactor, s: &mut Scanner, value: &serde_json::Value) -> bool {
+            use serde_json::Value;
+            match value {
+                Value::String(text) => r.spans_in(s, text).is_empty(),
+                Value::Array(items) => items.iter().all(|v| clean(r, s, v)),
+                Value::Object(map) => map
+                    .iter()
+                    .all(|(k, v)| r.spans_in(s, k).is_empty() && clean(r, s, v)),
+                Value::Null | Value::Bool(_) | Value::Number(_) => true,
+            }
+        }
+        if self.with_scanner(|s| clean(self, s, value)) {
+            return Cow::Borrowed(value);
+        }
+        let mut owned = value.clone();
+        self.redact_json(&mut owned);
+        Cow::Owned(owned)
     }
 
     /// A streaming redactor over this rule set: feed chunks with
@@ -365,20 +405,39 @@ impl Redactor {
     }
 
     fn spans(&self, text: &str) -> Vec<Span> {
+        self.with_scanner(|scanner| self.spans_in(scanner, text))
+    }
+
+    /// The spans of `text`, found by `scanner` (whatever text it scanned before).
+    fn spans_in(&self, scanner: &mut Scanner, text: &str) -> Vec<Span> {
         let mut spans = Vec::new();
-        let kept = self.kept_scanners().pop();
-        let mut scanner = match kept {
-            Some(mut s) => {
-                s.reset();
-                s
-            }
-            None => Scanner::new(self),
-        };
+        scanner.reset();
         scanner.advance(self, text, 0, true, &mut spans);
+        spans
+    }
+
+    /// Runs `f` with a kept scanner (or a new one), kept again after: one
+    /// per walk over a JSON value's strings, not one per string.
+    fn with_scanner<R>(&self, f: impl FnOnce(&mut Scanner) -> R) -> R {
+        let kept = self.kept_scanners().pop();
+        let mut scanner = kept.unwrap_or_else(|| Scanner::new(self));
+        let out = f(&mut scanner);
         let mut kept = self.kept_scanners();
         if kept.len() < KEPT_SCANNERS {
             kept.push(scanner);
         }
+        out
+    }
+
+    /// The spans of `text` from a new scanner that visits every rule's
+    /// state, as it did before it kept track of the touched ones: the slow
+    /// path that tests hold the fast one to.
+    #[cfg(test)]
+    fn spans_visiting_every_rule(&self, text: &str) -> Vec<Span> {
+        let mut spans = Vec::new();
+        let mut scanner = Scanner::new(self);
+        scanner.touch_all();
+        scanner.advance(self, text, 0, true, &mut spans);
         spans
     }
 

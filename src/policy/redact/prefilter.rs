@@ -81,6 +81,10 @@ pub(super) struct Keywords {
     fingerprint: Option<Fingerprint>,
     /// The class prefixes of the rules covered (only with `fingerprint`).
     prefixes: Vec<Prefix>,
+    /// The bytes any of `prefixes` can begin with: a position whose byte is
+    /// not one has none of them (most positions of a short text, which the
+    /// fingerprint leaves to the byte loop).
+    prefix_first: ByteSet,
 }
 
 impl Keywords {
@@ -191,6 +195,7 @@ impl Keywords {
             .chain(prefixes.iter().map(|p| p.classes.len()))
             .max()
             .unwrap_or(0);
+        let prefix_first = first_bytes(&prefixes);
         Ok(Some(Keywords {
             automaton,
             max_len,
@@ -199,6 +204,7 @@ impl Keywords {
             sieve2,
             fingerprint,
             prefixes,
+            prefix_first,
         }))
     }
 
@@ -252,12 +258,14 @@ impl Keywords {
         // where it was dropped, in tests).
         if !self.prefixes.is_empty() {
             for pos in at..to {
-                self.prefixes_at(verify_hay, pos, &mut found);
+                if hay.get(pos).is_some_and(|&b| self.prefix_first.contains(b)) {
+                    self.prefixes_at(verify_hay, pos, &mut found);
+                }
             }
         }
         while at < to {
             if at + BLOCK > to || at + BLOCK_READ > hay.len() {
-                self.exact(hay, at, to, &mut found);
+                self.tail(hay, verify_hay, table, at, to, &mut found);
                 return;
             }
             let mut candidates = block_candidates(hay, at, table);
@@ -271,6 +279,33 @@ impl Keywords {
                 self.verify(verify_hay, pos, &mut found);
             }
             at += BLOCK;
+        }
+    }
+
+    /// The last positions, fewer than a block (a short text is only
+    /// these): the sieve at each, as a block checks its eight, then the
+    /// automaton anchored where it passes. Finds what the automaton alone
+    /// finds (`exact`), whose set-up cost more than the few lookups here.
+    #[inline]
+    fn tail(
+        &self,
+        hay: &[u8],
+        verify_hay: &[u8],
+        table: &[u8; TABLE_SLOTS],
+        from: usize,
+        to: usize,
+        found: &mut impl FnMut(usize, &[u32]),
+    ) {
+        for pos in from..to {
+            // Every keyword has three bytes or more (there is a sieve): none
+            // starts in the last two bytes.
+            let Some(&[a, b, c]) = hay.get(pos..pos + 3) else {
+                return;
+            };
+            let tri = u32::from_le_bytes([a, b, c, 0]) | 0x0020_2020;
+            if table[slot(tri)] != 0 && self.sieve2[slot2(tri)] != 0 {
+                self.verify(verify_hay, pos, found);
+            }
         }
     }
 
@@ -316,11 +351,24 @@ impl Keywords {
         self.fingerprint = None;
     }
 
+    /// Drops the sieve (and with it the fingerprint and the class
+    /// prefixes), so the automaton alone scans every text, unanchored, as
+    /// it does for keyword sets with a short keyword (for tests that hold
+    /// the sieve's paths to it).
+    #[cfg(test)]
+    pub fn drop_sieve(&mut self) {
+        self.sieve = None;
+        self.fingerprint = None;
+        self.prefixes.clear();
+        self.prefix_first = ByteSet::EMPTY;
+    }
+
     /// Stops finding class prefixes, so rules without keywords run over all
     /// text (for tests that compare the two).
     #[cfg(test)]
     pub fn drop_prefixes(&mut self) {
         self.prefixes.clear();
+        self.prefix_first = ByteSet::EMPTY;
     }
 
     /// Drops the fingerprint's AVX-512 steps, so its AVX2 steps run alone
@@ -352,6 +400,14 @@ impl Keywords {
             at = m.start() + 1;
         }
     }
+}
+
+/// The union of the prefixes' first classes.
+fn first_bytes(prefixes: &[Prefix]) -> ByteSet {
+    prefixes
+        .iter()
+        .filter_map(|p| p.classes.first())
+        .fold(ByteSet::EMPTY, |all, c| all.union(*c))
 }
 
 fn slot(folded: u32) -> usize {

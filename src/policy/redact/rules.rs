@@ -87,6 +87,8 @@ pub(super) struct Built {
     pub regex: meta::Regex,
     /// Longest match in bytes: the half-width of the window around a keyword.
     pub max_len: usize,
+    /// Shortest match of `regex` in bytes (0 when unknown).
+    pub min_len: usize,
     pub block: Option<CompiledBlock>,
     /// For a regex with capped repetitions: how a match that reached a cap
     /// goes on.
@@ -248,6 +250,7 @@ impl CompiledRule {
             Err(error) => Built {
                 regex: fail_closed_regex(),
                 max_len: self.bound,
+                min_len: 0,
                 block: None,
                 overflow: None,
                 context_cap: None,
@@ -289,6 +292,7 @@ impl CompiledRule {
         Ok(Built {
             regex: main.regex,
             max_len: main.max_len,
+            min_len: main.min_len,
             block,
             overflow: main.overflow,
             context_cap: main.context_cap,

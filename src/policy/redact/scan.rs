@@ -75,6 +75,15 @@ pub(super) struct Scanner {
     /// Keyword starts below this have been reported.
     keyword_pos: usize,
     states: Vec<RuleState>,
+    /// A bit per rule (64 to a word): set for every rule whose state may
+    /// differ from a new scanner's (a window opened, or it was searched).
+    /// [`Scanner::advance`] and [`Scanner::reset`] visit only these and the
+    /// rules in `unwindowed`, not all rules: with fifty-odd rules, looping
+    /// over every state was most of what a short clean text cost.
+    touched: Vec<u64>,
+    /// A bit per rule that runs over all text (its state starts with an
+    /// interval), as [`Scanner::new`] decided.
+    unwindowed: Vec<u64>,
     groups: Vec<Option<(usize, usize)>>,
     /// Where the secret of the last overflow finder match starts.
     overflow_start: usize,
@@ -114,10 +123,19 @@ impl Scanner {
                 }
                 s
             })
-            .collect();
+            .collect::<Vec<RuleState>>();
+        let words = states.len().div_ceil(64);
+        let mut unwindowed = vec![0u64; words];
+        for (i, s) in states.iter().enumerate() {
+            if !s.windowed {
+                unwindowed[i / 64] |= 1 << (i % 64);
+            }
+        }
         Scanner {
             keyword_pos: 0,
             states,
+            touched: vec![0; words],
+            unwindowed,
             groups: Vec::new(),
             overflow_start: 0,
         }
@@ -130,13 +148,21 @@ impl Scanner {
         let Scanner {
             keyword_pos,
             states,
+            touched,
+            unwindowed: _,
             groups,
             overflow_start,
         } = self;
         *keyword_pos = 0;
         groups.clear();
         *overflow_start = 0;
-        for state in states.iter_mut() {
+        // Only the touched states can differ from a new scanner's.
+        let touched_rules = touched.iter_mut().enumerate().flat_map(|(w, word)| {
+            let bits = std::mem::take(word);
+            rules_in(w, bits)
+        });
+        for rule in touched_rules {
+            let state = &mut states[rule];
             // `windowed` depends only on the redactor (its rules' keywords,
             // prefixes and whether each was built), so it stays as `new` set it.
             let RuleState {
@@ -193,15 +219,32 @@ impl Scanner {
             });
             self.keyword_pos = below;
         }
-        for rule in 0..r.rules.len() {
-            // Most rules have nothing to search (no keyword of theirs
-            // occurred): `progress` would return at once.
-            let state = &self.states[rule];
-            if state.block.is_none() && state.intervals.is_empty() {
-                continue;
+        // In rule order, as a loop over every rule would: the others have
+        // nothing to search (no keyword of theirs occurred).
+        for w in 0..self.touched.len() {
+            for rule in rules_in(w, self.touched[w] | self.unwindowed[w]) {
+                let state = &self.states[rule];
+                if state.block.is_none() && state.intervals.is_empty() {
+                    continue;
+                }
+                self.progress(r, rule, view, spans);
             }
-            self.progress(r, rule, view, spans);
         }
+    }
+
+    /// Marks every rule's state as possibly changed, so `advance` visits
+    /// them all (for tests that compare that with visiting the touched ones).
+    #[cfg(test)]
+    pub fn touch_all(&mut self) {
+        for rule in 0..self.states.len() {
+            self.touch(rule);
+        }
+    }
+
+    /// Marks `rule`'s state as possibly changed, for `reset` and `advance`.
+    #[inline]
+    fn touch(&mut self, rule: usize) {
+        self.touched[rule / 64] |= 1 << (rule % 64);
     }
 
     /// The smallest position at which a span not yet reported may start.
@@ -231,6 +274,7 @@ impl Scanner {
     fn hit(&mut self, r: &Redactor, rule: usize, at: usize) {
         let reach = r.rules[rule].reach();
         let (start, end) = (at.saturating_sub(reach), at.saturating_add(reach));
+        self.touch(rule);
         let intervals = &mut self.states[rule].intervals;
         match intervals.back_mut() {
             Some(last) if start <= last.1 => last.1 = last.1.max(end),
@@ -241,6 +285,7 @@ impl Scanner {
     /// Searches `rule`'s intervals as far as the text seen so far decides.
     fn progress(&mut self, r: &Redactor, rule: usize, view: View<'_>, spans: &mut Vec<Span>) {
         let compiled = &r.rules[rule];
+        self.touch(rule);
         loop {
             if self.states[rule].block.is_some()
                 && !self.continue_block(compiled, rule, view, spans)
@@ -267,7 +312,13 @@ impl Scanner {
                 }
                 return;
             }
-            let found = self.search(compiled, rule, view, bound);
+            // Fewer bytes left than the shortest match: the regex finds
+            // nothing (it checks the same), so it is not set up to say so.
+            let found = if bound - state.next < compiled.built().min_len {
+                None
+            } else {
+                self.search(compiled, rule, view, bound)
+            };
             let overflow = self.search_overflow(compiled, rule, view, bound, found);
             let found = overflow.or(found);
             let Some((m_start, m_end)) = found else {
@@ -487,6 +538,18 @@ impl Scanner {
         }
         true
     }
+}
+
+/// The rules whose bits are set in `bits`, word `w` of a rule bit set, in order.
+#[inline]
+fn rules_in(w: usize, mut bits: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (bits != 0).then(|| {
+            let bit = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            w * 64 + bit
+        })
+    })
 }
 
 /// `start..end` of `buf` widened to character boundaries: a byte class (see

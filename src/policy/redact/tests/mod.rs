@@ -14,6 +14,7 @@ mod json;
 mod lazy;
 mod prefix;
 mod reuse;
+mod short;
 mod simd;
 mod streaming;
 
