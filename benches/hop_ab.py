@@ -19,16 +19,14 @@ CPU µs per call and of the block's p50 wall µs, and the load average.
 Needs tests/mcp/install.sh (the upstream's Python SDK).
 """
 
-import io
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import upstream_hop as hop  # noqa: E402
 
 
 def cpu_ns(pid):
@@ -41,27 +39,8 @@ def cpu_ns(pid):
     return total
 
 
-class Server:
-    def __init__(self, cmd):
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, bufsize=0)
-        self.out = io.BufferedReader(self.p.stdout, 1 << 16)
-        self.i = 0
-
-    def send(self, method, params=None, notify=False):
-        msg = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            msg["params"] = params
-        if not notify:
-            self.i += 1
-            msg["id"] = self.i
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-
-    def recv(self):
-        while True:
-            m = json.loads(self.out.readline())
-            if "id" in m:
-                return m
+class Server(hop.S):
+    """A server on pipes (upstream_hop.S) that runs blocks of calls."""
 
     def block(self, args, n, check):
         c0 = cpu_ns(self.p.pid)
@@ -77,9 +56,8 @@ class Server:
         return cpu, ts[n // 2] * 1e6
 
 
-def start(binary, d):
-    s = Server([binary, "serve", "--stdio", "--no-watch", "--decision-log", os.devnull,
-                "--policies", d + "/p", "--manifests", d + "/m", "--workspace", d + "/ws"])
+def start(cmd):
+    s = Server(cmd)
     s.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                           "clientInfo": {"name": "b", "version": "1"}})
     s.recv()
@@ -98,19 +76,8 @@ def main():
                    lambda r: "result" in r and r["result"].get("isError")),
     }
     with tempfile.TemporaryDirectory() as d:
-        for sub in ("ws", "m", "p", "state"):
-            os.makedirs(os.path.join(d, sub))
-        for f in os.listdir(REPO + "/tool-manifests"):
-            if f.endswith(".toml"):
-                open(os.path.join(d, "m", f), "w").write(open(REPO + "/tool-manifests/" + f).read())
-        up = [os.path.join(REPO, "tests/mcp/.venv/bin/python"),
-              REPO + "/tests/upstream/fake_upstream.py", os.path.join(d, "state")]
-        open(os.path.join(d, "m", "fake.toml"), "w").write(
-            "[server]\nname = \"fake\"\ncommand = [%s]\nenv = [\"PATH\", \"HOME\"]\n"
-            % ", ".join('"%s"' % w for w in up))
-        open(os.path.join(d, "p", "policy.yaml"), "w").write(
-            "version: 1\nextends: [builtin:default]\ntools:\n  active: [\"fake__*\", \"bash\"]\n")
-        servers = [start(b, d) for b in bins]
+        _, _, _, _, gateway = hop.configure("python", d, also_active=["bash"])
+        servers = [start([b] + gateway) for b in bins]
         time.sleep(0.5)
         for s in servers:
             for args, check in work.values():

@@ -111,9 +111,10 @@ def upstream(kind, d):
     return "everything", [node(), js, "stdio"], "echo", {"message": "hello"}
 
 
-def configure(kind, d):
-    """Writes the manifests and policy for fronting `kind` into `d`:
-    (server name, upstream argv, tool, arguments, toolgate's serve args)."""
+def configure(kind, d, also_active=()):
+    """Writes the manifests and policy for fronting `kind` into `d` (its
+    tools active, and `also_active`): (server name, upstream argv, tool,
+    arguments, toolgate's serve args)."""
     for sub in ("ws", "m", "p", "state"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     for f in os.listdir(REPO + "/tool-manifests"):
@@ -123,7 +124,7 @@ def configure(kind, d):
     open(os.path.join(d, "m", name + ".toml"), "w").write(
         "[server]\nname = \"%s\"\ncommand = [%s]\nenv = [\"PATH\", \"HOME\"]\n" % (name, ", ".join('"%s"' % w for w in up)))
     open(os.path.join(d, "p", "policy.yaml"), "w").write(
-        "version: 1\nextends: [builtin:default]\ntools:\n  active: [\"%s__*\"]\n" % name)
+        "version: 1\nextends: [builtin:default]\ntools:\n  active: %s\n" % json.dumps([name + "__*", *also_active]))
     gateway = ["serve", "--stdio", "--no-watch", "--decision-log", os.devnull,
                "--policies", d + "/p", "--manifests", d + "/m", "--workspace", d + "/ws"]
     return name, up, tool, arguments, gateway
