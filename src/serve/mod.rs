@@ -367,8 +367,11 @@ impl Gateway {
                 let version = policy.version.clone();
                 let files = policy.files.clone();
                 let active = policy.tools.active.clone();
+                // Held across the swap: whoever sees the new policy decide
+                // and then asks for the status sees its version (the lock
+                // waits for the update), never the one before.
+                let mut status = self.lock_status();
                 if let Err(e) = self.executor.set_policy(Arc::new(policy)) {
-                    let mut status = self.lock_status();
                     status.reloads_failed += 1;
                     status.last_reload_error =
                         Some(vec![format!("cannot open the new policy's roots: {e}")]);
@@ -376,15 +379,13 @@ impl Gateway {
                     return ReloadOutcome::Rejected(Diagnostics(Vec::new()));
                 }
                 self.auth.store(authenticator);
-                {
-                    let mut status = self.lock_status();
-                    status.version = version.clone();
-                    status.loaded_at = log::now_rfc3339();
-                    status.files = files;
-                    status.active_tools = active;
-                    status.reloads_ok += 1;
-                    status.last_reload_error = None;
-                }
+                status.version = version.clone();
+                status.loaded_at = log::now_rfc3339();
+                status.files = files;
+                status.active_tools = active;
+                status.reloads_ok += 1;
+                status.last_reload_error = None;
+                drop(status);
                 self.metrics.record_reload(true);
                 self.reloads.send_modify(|n| *n += 1);
                 if tools_changed {
